@@ -1,0 +1,155 @@
+"""Echo: the action is a message, the observation echoes it, the reward is its length.
+
+Small, fast and complete: seeds (a seeded random ``nonce`` in ``info``),
+per-episode options, truncation, termination, snapshots, an optional frame and
+one tool of its own, so framework tests exercise every path without an emulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from openenv_mcp.environment import (
+    Environment,
+    EnvTool,
+    ObservationSpec,
+    StepResult,
+    reject_options,
+)
+from openenv_mcp.errors import InvalidAction, UnsupportedOption
+
+MAX_MESSAGE = 4096
+FRAME_SHAPE = (16, 16, 3)
+
+
+class EchoConfig(BaseModel):
+    """Options of the echo environment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(100, ge=1, description="Steps before the episode is truncated.")
+    reward_per_char: float = Field(0.1, description="Reward per character of the message.")
+    frame: bool = Field(False, description="Render a 16x16 frame coloured by the message.")
+
+
+class EchoEnv(Environment):
+    """Echoes each message; reward is ``reward_per_char * len(message)``; "bye" ends it."""
+
+    name: ClassVar[str] = "echo"
+    description: ClassVar[str] = (
+        "Echo: step with a message, observe it back, reward from its length ('bye' ends)."
+    )
+    Config: ClassVar[type[BaseModel]] = EchoConfig
+    supports_snapshots: ClassVar[bool] = True
+
+    def __init__(self, config: BaseModel) -> None:
+        super().__init__(config)
+        assert isinstance(config, EchoConfig)
+        self.cfg = config
+        self._rng = np.random.default_rng()
+        self._messages: list[str] = []
+        self._steps = 0
+
+    @property
+    def observation_spec(self) -> ObservationSpec:
+        return ObservationSpec(
+            kind="text",
+            has_frame=self.cfg.frame,
+            frame_shape=FRAME_SHAPE if self.cfg.frame else None,
+            description="The last message, echoed.",
+        )
+
+    def action_schema(self) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "maxLength": MAX_MESSAGE,
+            "description": "The message to echo ('bye' ends the episode).",
+        }
+
+    def parse_action(self, action: Any) -> str:
+        if not isinstance(action, str):
+            raise InvalidAction(
+                f"expected a message string, got {type(action).__name__} {action!r}"
+            )
+        if len(action) > MAX_MESSAGE:
+            raise InvalidAction(
+                f"expected a message of at most {MAX_MESSAGE} characters, got {len(action)}"
+            )
+        return action
+
+    def info_schema(self) -> dict[str, Any]:
+        return {
+            "length": {"type": "integer", "description": "Characters in the last message."},
+            "nonce": {"type": "integer", "description": "A seeded random draw per step."},
+        }
+
+    def reset_options_schema(self) -> dict[str, Any]:
+        return {"greeting": {"type": "string", "description": "The first observation."}}
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        reject_options(self.name, options, ["greeting"])
+        greeting = (options or {}).get("greeting", "")
+        if not isinstance(greeting, str):
+            raise UnsupportedOption(
+                f"option 'greeting' must be a string, got {type(greeting).__name__}"
+            )
+        self._rng = np.random.default_rng(seed)
+        self._messages = [greeting]
+        self._steps = 0
+        return greeting, {"length": len(greeting), "nonce": self._nonce()}
+
+    def _nonce(self) -> int:
+        return int(self._rng.integers(1 << 30))
+
+    def step(self, action: Any) -> StepResult:
+        message = str(action)
+        self._messages.append(message)
+        self._steps += 1
+        return StepResult(
+            observation=message,
+            reward=self.cfg.reward_per_char * len(message),
+            terminated=message == "bye",
+            truncated=self._steps >= self.cfg.max_steps and message != "bye",
+            info={"length": len(message), "nonce": self._nonce()},
+        )
+
+    def render(self) -> np.ndarray | None:
+        if not self.cfg.frame:
+            return None
+        seed = sum(map(ord, self._messages[-1])) if self._messages else 0
+        colour = np.array([seed % 256, (seed * 7) % 256, (seed * 13) % 256], dtype=np.uint8)
+        return np.broadcast_to(colour, FRAME_SHAPE).copy()
+
+    def snapshot(self) -> Any:
+        return (list(self._messages), self._steps, self._rng.bit_generator.state)
+
+    def restore(self, snapshot: Any) -> None:
+        messages, steps, rng_state = snapshot
+        self._messages, self._steps = list(messages), steps
+        self._rng = np.random.default_rng()
+        self._rng.bit_generator.state = rng_state
+
+    def tools(self) -> list[EnvTool]:
+        return [
+            EnvTool(
+                name="history",
+                description="The messages of this episode so far, oldest first.",
+                kind="episode",
+                handler=lambda env, _args: {"messages": list(env._messages)},
+            ),
+            EnvTool(
+                name="reward_rule",
+                description="How the echo environment computes rewards.",
+                kind="static",
+                handler=lambda env, _args: {
+                    "reward_per_char": env.cfg.reward_per_char,
+                    "ends_on": "bye",
+                    "max_steps": env.cfg.max_steps,
+                },
+            ),
+        ]

@@ -1,0 +1,209 @@
+"""The ``openenv-mcp`` command: serve, list, describe, bench.
+
+Logs go to stderr; stdout belongs to the stdio transport (``serve --stdio``)
+and to the answers of ``list``/``describe``/``bench``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Annotated, Any
+
+import anyio
+import typer
+
+from openenv_mcp.environment import Environment
+from openenv_mcp.errors import ArgumentError, OpenEnvError, did_you_mean
+from openenv_mcp.registry import env_names, get_env_class, get_spec
+
+app = typer.Typer(
+    name="openenv-mcp",
+    help="Serve RL environments as standard MCP servers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def parse_env_options(env_cls: type[Environment], args: list[str]) -> dict[str, Any]:
+    """Turn ``--game breakout --no-full-action-space`` into Config keyword arguments.
+
+    Values stay strings; the environment's ``Config`` validates and converts them.
+
+    Raises:
+        ArgumentError: for an unknown option (with "did you mean") or a missing value.
+    """
+    fields = env_cls.Config.model_fields
+    flags = [f"--{name.replace('_', '-')}" for name in fields]
+    options: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if not token.startswith("--"):
+            raise ArgumentError(f"unexpected argument {token!r}; options look like --name value")
+        key, eq, value = token[2:].partition("=")
+        name = key.replace("-", "_")
+        negated = name.startswith("no_") and name[3:] in fields
+        if negated:
+            name = name[3:]
+        if name not in fields:
+            raise ArgumentError(
+                f"unknown option {token.split('=')[0]!r} for {env_cls.name!r}."
+                f"{did_you_mean(token.split('=')[0], flags)} Options: {' '.join(flags)} "
+                f"(see: openenv-mcp describe {env_cls.name})"
+            )
+        if fields[name].annotation is bool and not eq:
+            options[name] = not negated
+            i += 1
+            continue
+        if not eq:
+            if i + 1 >= len(args):
+                raise ArgumentError(f"option {token!r} needs a value")
+            value = args[i + 1]
+            i += 1
+        options[name] = value
+        i += 1
+    return options
+
+
+def _load(env: str) -> type[Environment]:
+    try:
+        return get_env_class(env)
+    except OpenEnvError as exc:
+        raise _fail(str(exc)) from None
+
+
+@app.command(context_settings=_EXTRA)
+def serve(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Environment name (see `openenv-mcp list`).")],
+    stdio: Annotated[bool, typer.Option("--stdio", help="Serve over stdio (default).")] = False,
+    http: Annotated[bool, typer.Option("--http", help="Serve over Streamable HTTP.")] = False,
+    host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,
+    max_episodes: Annotated[int, typer.Option(help="Most live episodes at once.")] = 1024,
+    idle_timeout: Annotated[
+        float, typer.Option(help="Seconds before an unused episode may be evicted.")
+    ] = 3600.0,
+    call_timeout: Annotated[
+        float, typer.Option(help="Seconds one environment call may take.")
+    ] = 60.0,
+    action_tools: Annotated[
+        bool, typer.Option(help="One tool per discrete action (noop, fire, ...).")
+    ] = True,
+    log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "INFO",
+) -> None:
+    """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`;
+    `openenv-mcp describe ENV` lists them."""
+    from openenv_mcp.server import ServerSettings, build_server
+    from openenv_mcp.server import serve as run_server
+
+    if stdio and http:
+        raise _fail("choose one transport: --stdio or --http")
+    logging.basicConfig(
+        stream=sys.stderr, level=log_level.upper(), format="%(asctime)s %(name)s: %(message)s"
+    )
+    env_cls = _load(env)
+    try:
+        options = parse_env_options(env_cls, list(ctx.args))
+        settings = ServerSettings(
+            max_episodes=max_episodes,
+            idle_timeout=idle_timeout,
+            call_timeout=call_timeout,
+            action_tools=action_tools,
+        )
+        server = build_server(env_cls, settings=settings, **options)
+    except OpenEnvError as exc:
+        raise _fail(str(exc)) from None
+    transport = "http" if http else "stdio"
+    logging.getLogger("openenv_mcp").info(
+        "serving %s over %s%s", env, transport, f" on http://{host}:{port}/mcp" if http else ""
+    )
+    try:
+        anyio.run(lambda: run_server(server, transport, host=host, port=port))
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command("list")
+def list_envs() -> None:
+    """List the registered environments."""
+    for name in env_names():
+        try:
+            description = get_spec(name).load().description
+        except OpenEnvError as exc:
+            description = f"(unavailable: {exc})"
+        typer.echo(f"{name:<12} {description}")
+
+
+@app.command(context_settings=_EXTRA)
+def describe(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Environment name.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Describe ENV: its options, actions, observation and MCP tools."""
+    from openenv_mcp.server import build_server, get_app
+
+    env_cls = _load(env)
+    try:
+        server = build_server(env_cls, **parse_env_options(env_cls, list(ctx.args)))
+    except OpenEnvError as exc:
+        raise _fail(str(exc)) from None
+    env_app = get_app(server)
+    tools = env_app.tools()
+    info = {
+        "env": env_cls.name,
+        "description": env_cls.description,
+        "options": {
+            name: {
+                "default": field.default,
+                "description": field.description or "",
+            }
+            for name, field in env_cls.Config.model_fields.items()
+        },
+        "spec": env_app.spec(),
+        "metadata": env_app.prototype.metadata(),
+        "tools": [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ],
+    }
+    if as_json:
+        typer.echo(json.dumps(info, indent=2, default=str))
+        return
+    typer.echo(f"{env_cls.name}: {env_cls.description}\n\nOptions (openenv-mcp serve {env} ...):")
+    for name, opt in info["options"].items():
+        typer.echo(f"  --{name.replace('_', '-'):<28} {opt['description']} [{opt['default']}]")
+    spec = env_app.spec()
+    if spec["actions"]:
+        typer.echo("\nActions:")
+        for action in spec["actions"]:
+            typer.echo(f"  {action['id']:>3} {action['name']:<16} {action['meaning']}")
+    obs = spec["observation"]
+    typer.echo(
+        f"\nObservation: {obs['kind']} {obs.get('shape') or ''} {obs.get('dtype') or ''}"
+        f"{' (frames as PNG images)' if obs['has_frame'] else ''}"
+    )
+    typer.echo("\nTools:")
+    for tool in tools:
+        params = ", ".join(tool.parameters.get("properties", {}))
+        typer.echo(f"  {tool.name}({params})\n      {tool.description}")
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""One error hierarchy for openenv-mcp.
+
+Every error a caller can cause or see is an :class:`OpenEnvError` subclass. The
+server turns them into MCP tool errors in one place
+(:func:`openenv_mcp.server._results.error_result`), prefixing the message with
+the class name (``"InvalidAction: ..."``); the client maps that name back to the
+same class (:func:`error_from_wire`), so a trainer catches exactly what the
+server raised.
+
+Messages say what was expected and what came, and what to do next.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "ArgumentError",
+    "DependencyNotInstalled",
+    "EnvCallTimeout",
+    "EnvCrashed",
+    "EpisodeRequired",
+    "InvalidAction",
+    "OpenEnvError",
+    "ResetNeeded",
+    "ServerDied",
+    "ServerFull",
+    "UnknownEnv",
+    "UnknownEpisode",
+    "UnknownSnapshot",
+    "UnsupportedOption",
+    "did_you_mean",
+    "error_from_wire",
+]
+
+
+class OpenEnvError(Exception):
+    """Base class of every openenv-mcp error."""
+
+    @property
+    def code(self) -> str:
+        """The wire name of this error: its class name."""
+        return type(self).__name__
+
+
+class ArgumentError(OpenEnvError, ValueError):
+    """A tool or constructor argument has the wrong type, value or name."""
+
+
+class InvalidAction(ArgumentError):
+    """The action is not one of the environment's legal actions."""
+
+
+class UnsupportedOption(ArgumentError):
+    """An option cannot take effect where it was given (e.g. per episode)."""
+
+
+class ResetNeeded(OpenEnvError):
+    """``step`` was called before ``reset`` or after the episode ended."""
+
+
+class UnknownEpisode(OpenEnvError, KeyError):
+    """No live episode has this handle (never existed, closed or evicted)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownSnapshot(UnknownEpisode):
+    """No live snapshot has this handle."""
+
+
+class EpisodeRequired(OpenEnvError):
+    """The transport serves many clients, so the call must name its episode."""
+
+
+class ServerFull(OpenEnvError):
+    """A server limit (live episodes, snapshots) is reached."""
+
+
+class EnvCrashed(OpenEnvError):
+    """The environment raised inside a call; the episode is broken until reset."""
+
+
+class EnvCallTimeout(EnvCrashed):
+    """An environment call ran past the per-call timeout."""
+
+
+class UnknownEnv(OpenEnvError, LookupError):
+    """No registered environment has this name."""
+
+
+class DependencyNotInstalled(OpenEnvError, ImportError):
+    """An environment needs a package that is not installed."""
+
+
+class ServerDied(OpenEnvError, ConnectionError):
+    """The client lost its server (exited, hung past the timeout, or unreachable)."""
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """Return ``" Did you mean 'x'?"`` for the closest choice, or ``""``."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _all_subclasses(cls: type[OpenEnvError]) -> dict[str, type[OpenEnvError]]:
+    found: dict[str, type[OpenEnvError]] = {cls.__name__: cls}
+    for sub in cls.__subclasses__():
+        found.update(_all_subclasses(sub))
+    return found
+
+
+def error_from_wire(text: str) -> OpenEnvError:
+    """Rebuild the typed error from a tool error's text (``"Name: message"``).
+
+    Text that names no known error becomes a plain :class:`OpenEnvError`.
+    """
+    name, sep, message = text.partition(": ")
+    cls = _all_subclasses(OpenEnvError).get(name) if sep else None
+    if cls is None:
+        return OpenEnvError(text)
+    return cls(message)

@@ -1,0 +1,298 @@
+"""Episodes and snapshots: handles, isolation, order, limits and eviction.
+
+Each live episode owns one environment instance and one lock; every call on
+an episode holds its lock, so calls on one episode are serialized and calls on
+different episodes run independently. Environment code runs on a worker thread
+under a per-call timeout, so a slow environment fails alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from openenv_mcp.environment import Environment, StepResult
+from openenv_mcp.errors import (
+    EnvCallTimeout,
+    EnvCrashed,
+    OpenEnvError,
+    ResetNeeded,
+    ServerFull,
+    UnknownEpisode,
+    UnknownSnapshot,
+)
+from openenv_mcp.server._settings import ServerSettings
+
+__all__ = ["Episode", "EpisodeManager", "Snapshot"]
+
+log = logging.getLogger("openenv_mcp.server")
+
+T = TypeVar("T")
+Status = Literal["new", "running", "ended", "broken"]
+
+
+def _handle(prefix: str) -> str:
+    # 128 bits from the OS CSPRNG: handles are capabilities, not labels.
+    return f"{prefix}_{secrets.token_urlsafe(16)}"
+
+
+@dataclass
+class Episode:
+    """One live episode and everything the server tracks about it."""
+
+    id: str
+    env: Environment
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    status: Status = "new"
+    step: int = 0
+    episode_return: float = 0.0
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    observation: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    broken_reason: str = ""
+    last_used: float = field(default_factory=time.monotonic)
+    snapshots: set[str] = field(default_factory=set)
+
+    def record(self, result: StepResult) -> None:
+        """Fold a step result into the episode's counters."""
+        self.step += 1
+        self.reward = float(result.reward)
+        self.episode_return += self.reward
+        self.terminated = bool(result.terminated)
+        self.truncated = bool(result.truncated)
+        self.observation = result.observation
+        self.info = dict(result.info)
+        self.status = "ended" if (self.terminated or self.truncated) else "running"
+
+    def start(self, observation: Any, info: dict[str, Any]) -> None:
+        """Reset the counters for a fresh episode."""
+        self.status = "running"
+        self.step = 0
+        self.episode_return = 0.0
+        self.reward = 0.0
+        self.terminated = self.truncated = False
+        self.observation = observation
+        self.info = dict(info)
+        self.broken_reason = ""
+
+    def require_running(self, what: str) -> None:
+        """Enforce order: ``step`` only between ``reset`` and the episode's end."""
+        if self.status == "new":
+            raise ResetNeeded(f"{what} before reset: call reset first (episode {self.id})")
+        if self.status == "broken":
+            raise ResetNeeded(
+                f"episode {self.id} is broken ({self.broken_reason}); call reset to start over"
+            )
+        if self.status == "ended":
+            why = "terminated" if self.terminated else "truncated"
+            raise ResetNeeded(
+                f"episode {self.id} has ended ({why} at step {self.step}, return "
+                f"{self.episode_return:g}); call reset to start a new one"
+            )
+
+
+@dataclass
+class Snapshot:
+    """A saved episode state that new episodes can start from."""
+
+    id: str
+    episode_id: str
+    data: Any
+    step: int
+    episode_return: float
+    status: Status
+    terminated: bool
+    truncated: bool
+    observation: Any
+    info: dict[str, Any]
+
+    def apply(self, episode: Episode) -> None:
+        """Set ``episode``'s counters to the snapshot's (the env is restored separately)."""
+        episode.status = self.status
+        episode.step = self.step
+        episode.episode_return = self.episode_return
+        episode.reward = 0.0
+        episode.terminated = self.terminated
+        episode.truncated = self.truncated
+        episode.observation = self.observation
+        episode.info = dict(self.info)
+        episode.broken_reason = ""
+
+
+class EpisodeManager:
+    """Live episodes and snapshots of one server."""
+
+    def __init__(self, env_factory: Callable[[], Environment], settings: ServerSettings) -> None:
+        self._factory = env_factory
+        self.settings = settings
+        self.episodes: dict[str, Episode] = {}
+        self.snapshots: dict[str, Snapshot] = {}
+        #: The episode used when a single-client caller passes no handle.
+        self.default_id: str | None = None
+
+    # -- lookup ----------------------------------------------------------------------
+
+    def get(self, episode_id: str) -> Episode:
+        """The live episode with this handle.
+
+        Raises:
+            UnknownEpisode: naming the handle and the likely reasons.
+        """
+        episode = self.episodes.get(episode_id)
+        if episode is None:
+            raise UnknownEpisode(
+                f"no live episode {episode_id!r}: it was never created, was closed, or was "
+                f"evicted after {self.settings.idle_timeout:g}s idle; call reset without "
+                "episode_id to start a new one"
+            )
+        episode.last_used = time.monotonic()
+        return episode
+
+    def get_snapshot(self, snapshot_id: str) -> Snapshot:
+        """The live snapshot with this handle."""
+        snapshot = self.snapshots.get(snapshot_id)
+        if snapshot is None:
+            raise UnknownSnapshot(
+                f"no live snapshot {snapshot_id!r}: it was never created, was released, or "
+                "its episode was closed"
+            )
+        return snapshot
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def create(self) -> Episode:
+        """Mint a new episode with a fresh environment instance.
+
+        Raises:
+            ServerFull: when ``max_episodes`` are live even after idle eviction.
+        """
+        if len(self.episodes) >= self.settings.max_episodes:
+            await self.evict_idle()
+        if len(self.episodes) >= self.settings.max_episodes:
+            raise ServerFull(
+                f"server full: {len(self.episodes)} live episodes (max_episodes="
+                f"{self.settings.max_episodes}); close episodes you no longer need or wait "
+                f"for idle ones to be evicted after {self.settings.idle_timeout:g}s"
+            )
+        env = await self.run_blocking(self._factory)
+        episode = Episode(id=_handle("ep"), env=env)
+        self.episodes[episode.id] = episode
+        return episode
+
+    async def close(self, episode_id: str) -> None:
+        """Close an episode, free its environment and its snapshots."""
+        episode = self.episodes.pop(episode_id, None)
+        if episode is None:
+            return
+        if self.default_id == episode_id:
+            self.default_id = None
+        for snapshot_id in episode.snapshots:
+            self.snapshots.pop(snapshot_id, None)
+        # Wait for a call in flight on this episode before freeing its env.
+        async with episode.lock:
+            await self._close_env(episode.env)
+
+    async def close_all(self) -> None:
+        """Close every episode (server shutdown)."""
+        for episode_id in list(self.episodes):
+            await self.close(episode_id)
+
+    async def evict_idle(self) -> int:
+        """Close episodes unused for ``idle_timeout`` seconds; return how many."""
+        cutoff = time.monotonic() - self.settings.idle_timeout
+        stale = [
+            e.id for e in self.episodes.values() if e.last_used < cutoff and not e.lock.locked()
+        ]
+        for episode_id in stale:
+            log.info("evicting idle episode %s", episode_id)
+            await self.close(episode_id)
+        return len(stale)
+
+    async def replace_env(self, episode: Episode) -> None:
+        """Give a broken episode a fresh environment instance."""
+        old, episode.env = episode.env, await self.run_blocking(self._factory)
+        if not episode.broken_reason.startswith("timed out"):
+            # A timed-out call may still be running in its thread: leave that env be.
+            await self._close_env(old)
+
+    def add_snapshot(self, episode: Episode, data: Any) -> Snapshot:
+        """Record a snapshot of ``episode`` taken as ``data``."""
+        if len(self.snapshots) >= self.settings.max_snapshots:
+            raise ServerFull(
+                f"server full: {len(self.snapshots)} live snapshots (max_snapshots="
+                f"{self.settings.max_snapshots}); release snapshots you no longer need"
+            )
+        snapshot = Snapshot(
+            id=_handle("snap"),
+            episode_id=episode.id,
+            data=data,
+            step=episode.step,
+            episode_return=episode.episode_return,
+            status=episode.status,
+            terminated=episode.terminated,
+            truncated=episode.truncated,
+            observation=episode.observation,
+            info=dict(episode.info),
+        )
+        self.snapshots[snapshot.id] = snapshot
+        episode.snapshots.add(snapshot.id)
+        return snapshot
+
+    def release_snapshot(self, snapshot_id: str) -> None:
+        """Free a snapshot."""
+        snapshot = self.get_snapshot(snapshot_id)
+        del self.snapshots[snapshot_id]
+        owner = self.episodes.get(snapshot.episode_id)
+        if owner is not None:
+            owner.snapshots.discard(snapshot_id)
+
+    # -- running environment code ------------------------------------------------------
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run environment code as configured (worker thread with timeout, or inline)."""
+        if not self.settings.env_threads:
+            return fn(*args)
+        with anyio.fail_after(self.settings.call_timeout):
+            return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+
+    async def call(self, episode: Episode, what: str, fn: Callable[..., T], *args: Any) -> T:
+        """Call environment code for ``episode`` (its lock held by the caller).
+
+        An exception from the environment breaks the episode (it must be reset)
+        and comes back as :class:`EnvCrashed`; the server and other episodes go on.
+        """
+        try:
+            return await self.run_blocking(fn, *args)
+        except OpenEnvError:
+            raise  # the env's own validation errors: the episode is fine
+        except TimeoutError as exc:
+            episode.status = "broken"
+            episode.broken_reason = f"timed out after {self.settings.call_timeout:g}s in {what}"
+            log.error("episode %s: %s", episode.id, episode.broken_reason)
+            raise EnvCallTimeout(
+                f"the environment {episode.broken_reason}; episode {episode.id} is broken, "
+                "call reset to start over"
+            ) from exc
+        except Exception as exc:
+            episode.status = "broken"
+            episode.broken_reason = f"{type(exc).__name__} in {what}"
+            log.exception("episode %s: environment raised in %s", episode.id, what)
+            raise EnvCrashed(
+                f"the environment raised {type(exc).__name__} in {what}; episode {episode.id} "
+                "is broken, call reset to start over"
+            ) from exc
+
+    async def _close_env(self, env: Environment) -> None:
+        try:
+            await self.run_blocking(env.close)
+        except Exception:
+            log.exception("error while closing an environment")

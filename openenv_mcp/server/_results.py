@@ -1,0 +1,172 @@
+"""Tool results: structured content, the text line, the image, and errors.
+
+Every episode tool (``reset``, ``step``, ``state``, action tools) answers with
+the same shape, :func:`episode_output_schema`, so clients parse one thing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from mcp_types import ImageContent, TextContent
+from fastmcp.tools.base import ToolResult
+
+from openenv_mcp.codecs import PNG_MIME, b64_text, encode_png, encode_raw
+from openenv_mcp.environment import Environment, ObservationSpec
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.server._episodes import Episode
+from openenv_mcp.server._settings import Frames
+
+__all__ = ["Observed", "episode_output_schema", "episode_result", "error_result", "observe"]
+
+log = logging.getLogger("openenv_mcp.server")
+
+ERROR_META_KEY = "openenv_mcp/error"
+
+
+@dataclass
+class Observed:
+    """An observation made ready for the wire (computed off the event loop)."""
+
+    png: bytes | None
+    observation: Any  # JSON-able, or a raw-array dict, or None when not sent
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def observe(env: Environment, observation: Any, frames: Frames) -> Observed:
+    """Render and encode what a call asked for. Runs with the episode lock held."""
+    spec = env.observation_spec
+    png = None
+    if spec.has_frame and frames in ("png", "both"):
+        frame = env.render()
+        png = encode_png(frame) if frame is not None else None
+    if spec.kind != "array":
+        return Observed(png, _jsonable(observation))
+    if frames in ("raw", "both"):
+        return Observed(png, encode_raw(np.asarray(observation)))
+    return Observed(png, None)
+
+
+def _summary(episode: Episode, env: Environment, headline: str) -> str:
+    parts = [
+        f"{headline} episode {episode.id}: step {episode.step}, reward {episode.reward:g}, "
+        f"return {episode.episode_return:g}"
+    ]
+    for key, value in episode.info.items():
+        if isinstance(value, (bool, int, float, str)) and len(parts) < 6:
+            parts.append(f"{key} {value}")
+    if episode.status == "ended":
+        why = "terminated" if episode.terminated else "truncated"
+        parts.append(f"episode ended ({why}); call reset to play again")
+    spec = env.observation_spec
+    if spec.kind != "array":
+        text = repr(episode.observation)
+        parts.append(f"observation {text if len(text) <= 200 else text[:197] + '...'}")
+    return "; ".join(parts)
+
+
+def episode_result(
+    episode: Episode,
+    env: Environment,
+    observed: Observed,
+    headline: str,
+    extra_text: str = "",
+) -> ToolResult:
+    """The answer of every episode tool: structured view, one text line, image."""
+    structured: dict[str, Any] = {
+        "episode_id": episode.id,
+        "status": episode.status,
+        "step": episode.step,
+        "reward": episode.reward,
+        "episode_return": episode.episode_return,
+        "terminated": episode.terminated,
+        "truncated": episode.truncated,
+        "info": _jsonable(episode.info),
+    }
+    if observed.observation is not None:
+        structured["observation"] = observed.observation
+    text = _summary(episode, env, headline)
+    if extra_text:
+        text += f"\n{extra_text}"
+    content: list[Any] = [TextContent(type="text", text=text)]
+    if observed.png is not None:
+        content.append(
+            ImageContent(
+                type="image", data=b64_text(observed.png), mime_type=PNG_MIME
+            )
+        )
+    return ToolResult(content=content, structured_content=structured)
+
+
+def error_result(exc: OpenEnvError) -> ToolResult:
+    """One mapping from our errors to an MCP tool error (``isError: true``)."""
+    return ToolResult(
+        content=[TextContent(type="text", text=f"{exc.code}: {exc}")],
+        meta={ERROR_META_KEY: exc.code},
+        is_error=True,
+    )
+
+
+def observation_schema(spec: ObservationSpec) -> dict[str, Any]:
+    """JSON schema of the ``observation`` field for this kind of observation."""
+    if spec.kind == "text":
+        return {"type": "string", "description": spec.description}
+    if spec.kind == "json":
+        return {"description": spec.description or "The observation."}
+    return {
+        "type": "object",
+        "description": f"The observation as a raw array ({spec.dtype} {list(spec.shape or ())}); "
+        "sent when the call asks for frames 'raw' or 'both'.",
+        "properties": {
+            "data": {"type": "string", "description": "base64 of the C-order array bytes"},
+            "shape": {"type": "array", "items": {"type": "integer"}},
+            "dtype": {"type": "string", "description": "numpy dtype string, e.g. '|u1'"},
+        },
+        "required": ["data", "shape", "dtype"],
+    }
+
+
+def episode_output_schema(env: Environment) -> dict[str, Any]:
+    """The ``outputSchema`` shared by ``reset``, ``step``, ``state`` and action tools."""
+    return {
+        "type": "object",
+        "properties": {
+            "episode_id": {"type": "string", "description": "Handle to pass to later calls."},
+            "status": {"type": "string", "enum": ["new", "running", "ended", "broken"]},
+            "step": {"type": "integer", "description": "Steps taken in this episode."},
+            "reward": {"type": "number", "description": "Reward of the last step."},
+            "episode_return": {"type": "number", "description": "Sum of rewards so far."},
+            "terminated": {"type": "boolean"},
+            "truncated": {"type": "boolean"},
+            "observation": observation_schema(env.observation_spec),
+            "info": {
+                "type": "object",
+                "properties": env.info_schema(),
+                "description": "Environment-specific fields.",
+            },
+        },
+        "required": [
+            "episode_id",
+            "status",
+            "step",
+            "reward",
+            "episode_return",
+            "terminated",
+            "truncated",
+            "info",
+        ],
+    }

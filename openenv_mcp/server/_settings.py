@@ -1,0 +1,46 @@
+"""Server settings: limits and behaviour that are not the environment's own."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ServerSettings"]
+
+Frames = Literal["png", "raw", "both", "none"]
+
+
+class ServerSettings(BaseModel):
+    """How a server holds episodes and shapes its tools.
+
+    Field names double as ``openenv-mcp serve`` options (``--max-episodes``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_episodes: int = Field(
+        1024, ge=1, description="Most live episodes at once; reset beyond it is refused."
+    )
+    max_snapshots: int = Field(4096, ge=0, description="Most live snapshots at once.")
+    idle_timeout: float = Field(
+        3600.0,
+        gt=0,
+        description="Seconds an episode may sit unused before it is closed to make room.",
+    )
+    call_timeout: float = Field(
+        60.0, gt=0, description="Seconds one environment call may take before it fails alone."
+    )
+    action_tools: bool = Field(
+        True, description="Add one tool per discrete action (noop, fire, ...)."
+    )
+    default_frames: Frames = Field(
+        "png",
+        description="Observation form when a call does not say: png image, raw array, "
+        "both, or none.",
+    )
+    env_threads: bool = Field(
+        True,
+        description="Run environment calls on worker threads (so a slow call cannot "
+        "block other episodes, and can time out).",
+    )

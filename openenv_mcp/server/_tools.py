@@ -1,0 +1,101 @@
+"""A FastMCP tool whose arguments are a pydantic model, validated with clear errors.
+
+FastMCP validates arguments only for function tools; ours have schemas built at
+run time (the legal action names of the game being served), so each tool
+validates its own arguments here, and every error leaves as a tool error
+through :func:`error_result`, never as a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastmcp.tools.base import Tool, ToolResult
+from pydantic import BaseModel, Field, ValidationError
+from pydantic.json_schema import SkipJsonSchema
+
+from openenv_mcp.errors import ArgumentError, OpenEnvError
+from openenv_mcp.server._results import error_result
+
+__all__ = ["ModelTool", "format_validation_error"]
+
+log = logging.getLogger("openenv_mcp.server")
+
+Handler = Callable[[Any], Awaitable[ToolResult]]
+
+
+def _describe_input(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def format_validation_error(tool: str, exc: ValidationError) -> str:
+    """One readable sentence per problem: which argument, what was expected, what came."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        kind = err["type"]
+        if kind == "missing":
+            problems.append(f"argument {where!r} is required")
+        elif kind == "extra_forbidden":
+            problems.append(f"unexpected argument {where!r}")
+        else:
+            problems.append(
+                f"argument {where!r}: {err['msg'].lower()}, got {_describe_input(err['input'])}"
+            )
+    return f"{tool}: " + "; ".join(problems)
+
+
+class ModelTool(Tool):
+    """A tool with a pydantic argument model and an async handler."""
+
+    args_model: Annotated[SkipJsonSchema[type[BaseModel]], Field(exclude=True)]
+    handler: Annotated[SkipJsonSchema[Handler], Field(exclude=True)]
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        description: str,
+        args_model: type[BaseModel],
+        handler: Handler,
+        output_schema: dict[str, Any] | None,
+        *,
+        schema_patch: dict[str, dict[str, Any]] | None = None,
+        read_only: bool = False,
+    ) -> ModelTool:
+        """Make a tool; ``schema_patch`` replaces property schemas (run-time enums)."""
+        from mcp_types import ToolAnnotations
+
+        parameters = args_model.model_json_schema()
+        parameters.pop("title", None)
+        for prop, schema in (schema_patch or {}).items():
+            parameters["properties"][prop] = schema
+        return cls(
+            name=name,
+            description=description,
+            parameters=parameters,
+            output_schema=output_schema,
+            annotations=ToolAnnotations(readOnlyHint=read_only, openWorldHint=False),
+            args_model=args_model,
+            handler=handler,
+        )
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        """Validate ``arguments`` and run the handler; every failure is a tool error."""
+        try:
+            args = self.args_model.model_validate(arguments or {})
+        except ValidationError as exc:
+            return error_result(ArgumentError(format_validation_error(self.name, exc)))
+        try:
+            return await self.handler(args)
+        except OpenEnvError as exc:
+            return error_result(exc)
+        except Exception:
+            # The details go to the server log, never to a client.
+            log.exception("tool %s failed", self.name)
+            return error_result(OpenEnvError(f"internal error in {self.name}; see the server log"))
