@@ -6,10 +6,11 @@ and to the answers of ``list``/``describe``/``bench``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 import typer
@@ -124,14 +125,12 @@ def serve(
         server = build_server(env_cls, settings=settings, **options)
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
-    transport = "http" if http else "stdio"
+    transport: Literal["stdio", "http"] = "http" if http else "stdio"
     logging.getLogger("openenv_mcp").info(
         "serving %s over %s%s", env, transport, f" on http://{host}:{port}/mcp" if http else ""
     )
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         anyio.run(lambda: run_server(server, transport, host=host, port=port))
-    except KeyboardInterrupt:
-        pass
 
 
 @app.command("list")
@@ -161,7 +160,7 @@ def describe(
         raise _fail(str(exc)) from None
     env_app = get_app(server)
     tools = env_app.tools()
-    info = {
+    info: dict[str, Any] = {
         "env": env_cls.name,
         "description": env_cls.description,
         "options": {

@@ -17,10 +17,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-try:  # pybase64 is ~10x faster than the stdlib on 100 KB frames
-    from pybase64 import b64decode, b64encode
-except ImportError:  # pragma: no cover - it is a declared dependency
-    from base64 import b64decode, b64encode
+# pybase64 is ~10x faster than the stdlib on 100 KB frames.
+from pybase64 import b64decode, b64encode
 
 __all__ = [
     "PNG_MIME",
@@ -51,9 +49,9 @@ def encode_png(frame: np.ndarray) -> bytes:
 def decode_png(data: bytes) -> np.ndarray:
     """Decode PNG bytes to a uint8 array (``HxW`` or ``HxWx3``)."""
     with Image.open(io.BytesIO(data)) as image:
-        if image.mode not in ("L", "RGB"):
-            image = image.convert("RGB")
-        return np.asarray(image)
+        if image.mode in ("L", "RGB"):
+            return np.asarray(image)
+        return np.asarray(image.convert("RGB"))
 
 
 def encode_raw(array: np.ndarray) -> dict[str, Any]:

@@ -343,7 +343,9 @@ class Environment(ABC):
         raise UnsupportedOption(f"environment {self.name!r} does not support snapshots")
 
 
-def reject_options(env_name: str, options: Mapping[str, Any] | None, allowed: Sequence[str]) -> None:
+def reject_options(
+    env_name: str, options: Mapping[str, Any] | None, allowed: Sequence[str]
+) -> None:
     """Raise :class:`UnsupportedOption` for any option not in ``allowed``."""
     for key in options or {}:
         if key not in allowed:

@@ -83,9 +83,7 @@ async def test_full_episode_flow(transport: str) -> None:
             assert bye["terminated"] and not bye["truncated"]
             closed = await call(client, "close", episode_id=eid)
             assert closed == {"episode_id": eid, "closed": True}
-            assert (await call_error(client, "state", episode_id=eid)).startswith(
-                "UnknownEpisode:"
-            )
+            assert (await call_error(client, "state", episode_id=eid)).startswith("UnknownEpisode:")
 
 
 async def test_seeds_reproduce(transport: str) -> None:
@@ -169,8 +167,9 @@ async def test_snapshots_fork_identically(transport: str) -> None:
             assert snap["step"] == 1 and snap["snapshot_id"].startswith("snap_")
             forks = []
             for _ in range(2):
-                fork = await call(client, "reset", from_snapshot=snap["snapshot_id"],
-                                  new_episode=True)
+                fork = await call(
+                    client, "reset", from_snapshot=snap["snapshot_id"], new_episode=True
+                )
                 assert fork["step"] == 1 and fork["observation"] == "one"
                 step = await call(client, "step", episode_id=fork["episode_id"], action="two")
                 forks.append((step["info"]["nonce"], step["episode_return"]))

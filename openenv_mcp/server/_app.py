@@ -280,9 +280,7 @@ class EnvApp:
         async def on_episode(args: Any) -> ToolResult:
             async with self._locked(args.episode_id) as episode:
                 episode.require_running(tool.name)
-                data = await self.episodes.call(
-                    episode, tool.name, tool.handler, episode.env, args
-                )
+                data = await self.episodes.call(episode, tool.name, tool.handler, episode.env, args)
                 return _json_result(data)
 
         return on_episode
@@ -333,7 +331,8 @@ class EnvApp:
                 f"Start a new episode of {proto.name} and return its first observation and "
                 "its episode_id. Pass episode_id to restart that episode, seed to reproduce one"
                 + (", from_snapshot to continue a saved state" if snapshots else "")
-                + "." + action_text,
+                + "."
+                + action_text,
                 SnapshotResetArgs if snapshots else ResetArgs,
                 self.reset,
                 output,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from mcp_types import ImageContent, TextContent
 from fastmcp.tools.base import ToolResult
+from mcp_types import ImageContent, TextContent
 
 from openenv_mcp.codecs import PNG_MIME, b64_text, encode_png, encode_raw
 from openenv_mcp.environment import Environment, ObservationSpec
@@ -104,11 +104,7 @@ def episode_result(
         text += f"\n{extra_text}"
     content: list[Any] = [TextContent(type="text", text=text)]
     if observed.png is not None:
-        content.append(
-            ImageContent(
-                type="image", data=b64_text(observed.png), mime_type=PNG_MIME
-            )
-        )
+        content.append(ImageContent(type="image", data=b64_text(observed.png), mime_type=PNG_MIME))
     return ToolResult(content=content, structured_content=structured)
 
 

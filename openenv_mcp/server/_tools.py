@@ -80,7 +80,7 @@ class ModelTool(Tool):
             description=description,
             parameters=parameters,
             output_schema=output_schema,
-            annotations=ToolAnnotations(readOnlyHint=read_only, openWorldHint=False),
+            annotations=ToolAnnotations(read_only_hint=read_only, open_world_hint=False),
             args_model=args_model,
             handler=handler,
         )
