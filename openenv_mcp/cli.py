@@ -193,6 +193,9 @@ def describe(
         f"\nObservation: {obs['kind']} {obs.get('shape') or ''} {obs.get('dtype') or ''}"
         f"{' (frames as PNG images)' if obs['has_frame'] else ''}"
     )
+    games = info["metadata"].get("games")
+    if games:
+        typer.echo(f"\nGames ({len(games)}, choose with --game): {', '.join(games)}")
     typer.echo("\nTools:")
     for tool in tools:
         params = ", ".join(tool.parameters.get("properties", {}))

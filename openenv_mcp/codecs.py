@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 
 # pybase64 is ~10x faster than the stdlib on 100 KB frames.
-from pybase64 import b64decode, b64encode
+from pybase64 import b64decode, b64decode_as_bytearray, b64encode
 
 __all__ = [
     "PNG_MIME",
@@ -77,7 +77,9 @@ def decode_raw(value: dict[str, Any]) -> np.ndarray:
     """
     dtype = np.dtype(value["dtype"])
     shape = tuple(int(n) for n in value["shape"])
-    data = b64decode(value["data"])
+    # A bytearray makes the array writable at no extra copy (bytes would not):
+    # trainers scale frames in place, and torch.from_numpy warns on read-only arrays.
+    data = b64decode_as_bytearray(value["data"])
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(data) != expected:
         raise ValueError(

@@ -256,6 +256,11 @@ class Environment(ABC):
     # -- description -------------------------------------------------------------
 
     @property
+    def title(self) -> str:
+        """What is being served, for people and models (``"Atari Breakout"``)."""
+        return self.name
+
+    @property
     def action_set(self) -> ActionSet | None:
         """The discrete actions, or ``None`` for free-form actions."""
         return None

@@ -164,3 +164,24 @@ def test_typescript_sdk_over_http(node_tools: dict[str, str]) -> None:
     reset, step = (r["result"] for r in out["results"])
     assert reset["structuredContent"]["step"] == 0
     assert step["isError"] and step["content"][0]["text"].startswith("EpisodeRequired:")
+
+
+def test_inspector_cli_plays_atari(node_tools: dict[str, str]) -> None:
+    """The README's first command's server, as the Inspector sees it."""
+    target = stdio_target("atari", "--game", "breakout")
+    names = {t["name"] for t in inspector(node_tools, target, "tools/list")["tools"]}
+    assert {"reset", "step", "state", "legal_actions", "fire", "noop"} <= names
+    reset = inspector(node_tools, target, "tools/call", *call("reset", {"seed": 0}))
+    assert [c["type"] for c in reset["content"]] == ["text", "image"]
+    with http_server("atari", "--game", "breakout") as url:
+        target = http_target(url)
+        eid = inspector(node_tools, target, "tools/call", *call("reset", {"seed": 0}))[
+            "structuredContent"
+        ]["episode_id"]
+        step = inspector(
+            node_tools, target, "tools/call", *call("step", {"episode_id": eid, "action": "FIRE"})
+        )
+        assert step["structuredContent"]["step"] == 1
+        assert step["content"][1]["mimeType"] == "image/png"
+        fire = inspector(node_tools, target, "tools/call", *call("fire", {"episode_id": eid}))
+        assert fire["structuredContent"]["step"] == 2

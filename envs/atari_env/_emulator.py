@@ -144,7 +144,8 @@ def normalise_game(name: str) -> str:
     hint = f" Did you mean {' or '.join(repr(by_compact[c]) for c in close)}?" if close else ""
     raise ValueError(
         f"Unknown Atari game {name!r}.{hint} "
-        f"There are {len(by_compact)} games; list_games() returns their ids."
+        f"There are {len(by_compact)} games; `openenv-mcp describe atari` (or "
+        "list_games()) names them all."
     )
 
 

@@ -328,7 +328,7 @@ class EnvApp:
         tools = [
             ModelTool.build(
                 "reset",
-                f"Start a new episode of {proto.name} and return its first observation and "
+                f"Start a new episode of {proto.title} and return its first observation and "
                 "its episode_id. Pass episode_id to restart that episode, seed to reproduce one"
                 + (", from_snapshot to continue a saved state" if snapshots else "")
                 + "."
@@ -340,7 +340,7 @@ class EnvApp:
             ),
             ModelTool.build(
                 "step",
-                f"Take one action in an episode of {proto.name}; returns the observation, "
+                f"Take one action in an episode of {proto.title}; returns the observation, "
                 "reward, terminated and truncated." + action_text,
                 StepArgs,
                 lambda a: self.step(a.episode_id, a.action, a.frames),

@@ -1,0 +1,172 @@
+"""The Atari environment: :class:`AtariEmulator` behind the openenv-mcp contract."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from atari_env._emulator import AtariConfig, AtariEmulator, AtariSnapshot, list_games
+from openenv_mcp.environment import (
+    Action,
+    ActionSet,
+    Environment,
+    EnvTool,
+    ObservationSpec,
+    StepResult,
+    reject_options,
+)
+from openenv_mcp.errors import ArgumentError, UnsupportedOption
+
+RESET_OPTIONS = ("mode", "difficulty")
+
+
+class AtariEnv(Environment):
+    """Any bundled Atari 2600 game with ``ALE/<Game>-v5`` semantics.
+
+    Actions are the game's legal (minimal, or full) action set, by index or by
+    ALE name. The observation is the screen (rgb or grayscale) or the RAM; the
+    screen is also the frame, so every call can return it as a PNG image.
+    """
+
+    name: ClassVar[str] = "atari"
+    description: ClassVar[str] = (
+        "Atari 2600 games through ale-py's bundled ROMs (ALE v5 protocol: frameskip 4, "
+        "sticky actions): choose one with --game (pong, breakout, space_invaders, ...)."
+    )
+    Config: ClassVar[type[BaseModel]] = AtariConfig
+    supports_snapshots: ClassVar[bool] = True
+
+    def __init__(self, config: BaseModel) -> None:
+        super().__init__(config)
+        assert isinstance(config, AtariConfig)
+        try:
+            self.emu = AtariEmulator(config)
+        except ValueError as exc:  # mode/difficulty the game lacks
+            raise ArgumentError(str(exc)) from None
+        self._actions = ActionSet(
+            [Action(id=i, name=a.name, meaning=a.meaning) for i, a in enumerate(self.emu.actions)]
+        )
+
+    # -- description -------------------------------------------------------------
+
+    @property
+    def title(self) -> str:
+        return f"Atari {self.emu.game.replace('_', ' ').title()}"
+
+    @property
+    def action_set(self) -> ActionSet:
+        return self._actions
+
+    @property
+    def observation_spec(self) -> ObservationSpec:
+        obs_type = self.emu.config.obs_type
+        return ObservationSpec(
+            kind="array",
+            shape=self.emu.observation_shape,
+            dtype="uint8",
+            low=0,
+            high=255,
+            has_frame=True,
+            frame_shape=self.emu.screen_shape,
+            frame_is_observation=obs_type == "rgb",
+            description=f"{self.emu.game} {obs_type} observation",
+        )
+
+    def info_schema(self) -> dict[str, Any]:
+        return {
+            "lives": {"type": "integer", "description": "Lives left (0 if the game has none)."},
+            "frame_number": {"type": "integer", "description": "Frames since the ROM loaded."},
+            "episode_frame_number": {"type": "integer", "description": "Frames this episode."},
+        }
+
+    def reset_options_schema(self) -> dict[str, Any]:
+        return {
+            "mode": {
+                "type": "integer",
+                "enum": list(self.emu.available_modes),
+                "description": "Game mode from this episode on.",
+            },
+            "difficulty": {
+                "type": "integer",
+                "enum": list(self.emu.available_difficulties),
+                "description": "Difficulty from this episode on.",
+            },
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "config": self.emu.config.model_dump(mode="json"),
+            "game": self.emu.game,
+            "actions": self._actions.to_json(),
+            "available_modes": list(self.emu.available_modes),
+            "available_difficulties": list(self.emu.available_difficulties),
+            "screen_shape": list(self.emu.screen_shape),
+            "games": list_games(),
+        }
+
+    def tools(self) -> list[EnvTool]:
+        return [
+            EnvTool(
+                name="legal_actions",
+                description=(
+                    "The legal actions of this game: index, ALE name and what each does. "
+                    "step accepts either the index or the name."
+                ),
+                kind="static",
+                handler=lambda env, _args: {
+                    "game": env.emu.game,
+                    "actions": [
+                        {**a.model_dump(), "description": f"{a.name}: {a.meaning}"}
+                        for a in env.action_set
+                    ],
+                },
+            )
+        ]
+
+    # -- the episode ---------------------------------------------------------------
+
+    def _info(self) -> dict[str, Any]:
+        emu = self.emu
+        return {
+            "lives": emu.lives,
+            "frame_number": emu.frame_number,
+            "episode_frame_number": emu.episode_frame_number,
+        }
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        reject_options(self.name, options, RESET_OPTIONS)
+        opts = options or {}
+        for key in RESET_OPTIONS:
+            if key in opts and (not isinstance(opts[key], int) or isinstance(opts[key], bool)):
+                raise UnsupportedOption(
+                    f"option {key!r} must be an integer, got {type(opts[key]).__name__} "
+                    f"{opts[key]!r}"
+                )
+        try:
+            self.emu.reset(seed=seed, mode=opts.get("mode"), difficulty=opts.get("difficulty"))
+        except ValueError as exc:
+            raise UnsupportedOption(str(exc)) from None
+        return self.emu.observation(), self._info()
+
+    def step(self, action: Any) -> StepResult:
+        reward, terminated, truncated = self.emu.step(action)
+        return StepResult(self.emu.observation(), reward, terminated, truncated, self._info())
+
+    def state(self) -> dict[str, Any]:
+        return {**self._info(), "mode": self.emu.mode, "difficulty": self.emu.difficulty}
+
+    def render(self) -> np.ndarray:
+        return self.emu.screen_rgb()
+
+    def close(self) -> None:
+        self.emu.close()
+
+    def snapshot(self) -> AtariSnapshot:
+        return self.emu.clone_state()
+
+    def restore(self, snapshot: Any) -> None:
+        self.emu.restore_state(snapshot)
