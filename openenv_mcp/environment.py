@@ -249,6 +249,9 @@ class Environment(ABC):
     Config: ClassVar[type[BaseModel]]
     #: Whether :meth:`snapshot` / :meth:`restore` are implemented.
     supports_snapshots: ClassVar[bool] = False
+    #: Whether every call is short and bounded (no I/O, no unbounded loops), so
+    #: the server may run it on its event loop instead of a worker thread.
+    run_inline: ClassVar[bool] = False
 
     def __init__(self, config: BaseModel) -> None:
         self.config = config

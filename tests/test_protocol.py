@@ -217,3 +217,45 @@ def test_raw_codec_roundtrip() -> None:
 
     array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
     assert (decode_raw(encode_raw(array)) == array).all()
+
+
+async def test_step_batch(transport: str) -> None:
+    with anyio.fail_after(90):
+        async with open_client(transport, "echo", "--max-steps", "2") as client:
+            ids = [(await call(client, "reset", new_episode=True))["episode_id"] for _ in range(3)]
+            out = await call(
+                client,
+                "step_batch",
+                steps=[
+                    {"episode_id": ids[0], "action": "aa"},
+                    {"episode_id": ids[1], "action": 7},
+                    {"episode_id": ids[2], "action": "bye"},
+                ],
+            )
+            first, bad, bye = out["results"]
+            assert (first["episode_id"], first["step"], first["observation"]) == (ids[0], 1, "aa")
+            assert bad["episode_id"] == ids[1] and bad["error"].startswith("InvalidAction:")
+            assert bye["terminated"] and bye["status"] == "ended"
+            again = await call(
+                client,
+                "step_batch",
+                steps=[
+                    {"episode_id": ids[2], "action": "x"},
+                    {"episode_id": ids[0], "action": "b"},
+                ],
+            )
+            ended, second = again["results"]
+            assert ended["error"].startswith("ResetNeeded:")
+            assert second["step"] == 2 and second["truncated"]
+            text = await call_error(
+                client,
+                "step_batch",
+                steps=[
+                    {"episode_id": ids[0], "action": "a"},
+                    {"episode_id": ids[0], "action": "b"},
+                ],
+            )
+            assert "once per batch" in text
+            assert "ArgumentError" in await call_error(client, "step_batch", steps=[])
+            # the failed item's episode was not stepped
+            assert (await call(client, "state", episode_id=ids[1]))["step"] == 0

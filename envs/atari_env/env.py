@@ -37,6 +37,7 @@ class AtariEnv(Environment):
     )
     Config: ClassVar[type[BaseModel]] = AtariConfig
     supports_snapshots: ClassVar[bool] = True
+    run_inline: ClassVar[bool] = True  # a step is ~0.3 ms of CPU and never blocks
 
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)

@@ -5,18 +5,31 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any
 
 from fastmcp import FastMCP
-from fastmcp.tools.base import ToolResult
-from mcp_types import TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.environment import Environment, EnvTool
-from openenv_mcp.errors import ArgumentError, EpisodeRequired, ResetNeeded, UnknownEpisode
+from openenv_mcp.errors import (
+    ArgumentError,
+    EpisodeRequired,
+    OpenEnvError,
+    ResetNeeded,
+    UnknownEpisode,
+)
 from openenv_mcp.server._episodes import Episode, EpisodeManager
-from openenv_mcp.server._results import episode_output_schema, episode_result, observe
+from openenv_mcp.server._results import (
+    Reply,
+    episode_output_schema,
+    episode_result,
+    episode_view,
+    image_block,
+    json_reply,
+    observe,
+    text_block,
+)
 from openenv_mcp.server._settings import Frames, ServerSettings
 from openenv_mcp.server._tools import ModelTool
 
@@ -24,7 +37,7 @@ __all__ = ["EnvApp"]
 
 log = logging.getLogger("openenv_mcp.server")
 
-CONTROL_TOOLS = ("reset", "step", "state", "close", "snapshot", "release_snapshot")
+MAX_BATCH = 1024
 
 
 class _Args(BaseModel):
@@ -89,8 +102,36 @@ class ViewArgs(EpisodeArgs):
     frames: FramesArg = None
 
 
+class BatchItem(_Args):
+    episode_id: Annotated[str, Field(max_length=128, description="An episode handle.")]
+    action: Any = Field(description="The action for this episode.")
+
+
+class StepBatchArgs(_Args):
+    steps: Annotated[
+        list[BatchItem],
+        Field(min_length=1, max_length=MAX_BATCH, description="One step per episode."),
+    ]
+    frames: FramesArg = None
+
+
 class ReleaseArgs(_Args):
     snapshot_id: Annotated[str, Field(max_length=128, description="The snapshot handle.")]
+
+
+def batch_output_schema(item: dict[str, Any]) -> dict[str, Any]:
+    """``outputSchema`` of step_batch: per item, a step view or an error."""
+    error = {
+        "type": "object",
+        "properties": {"episode_id": {"type": "string"}, "error": {"type": "string"}},
+        "required": ["episode_id", "error"],
+    }
+    view = {**item, "properties": {**item["properties"], "image": {"type": "integer"}}}
+    return {
+        "type": "object",
+        "properties": {"results": {"type": "array", "items": {"anyOf": [view, error]}}},
+        "required": ["results"],
+    }
 
 
 def _tool_args(tool: EnvTool) -> type[BaseModel]:
@@ -100,12 +141,6 @@ def _tool_args(tool: EnvTool) -> type[BaseModel]:
         return base
     model: type[BaseModel] = type(f"{tool.params.__name__}Args", (tool.params, base), {})
     return model
-
-
-def _json_result(data: dict[str, Any]) -> ToolResult:
-    return ToolResult(
-        content=[TextContent(type="text", text=json.dumps(data))], structured_content=data
-    )
 
 
 def _multi_client() -> bool:
@@ -130,7 +165,12 @@ class EnvApp:
         self.settings = settings
         # The prototype answers static questions (actions, spaces); it plays no episode.
         self.prototype = env_cls(config)
-        self.episodes = EpisodeManager(lambda: env_cls(config), settings)
+        threads = settings.env_threads
+        self.episodes = EpisodeManager(
+            lambda: env_cls(config),
+            settings,
+            threads=not env_cls.run_inline if threads is None else threads,
+        )
 
     # -- episodes ------------------------------------------------------------------------
 
@@ -159,7 +199,7 @@ class EnvApp:
 
     # -- control tools -------------------------------------------------------------------
 
-    async def reset(self, args: ResetArgs) -> ToolResult:
+    async def reset(self, args: ResetArgs) -> Reply:
         """Start (or restart) an episode; mint its handle."""
         from_snapshot = getattr(args, "from_snapshot", None)
         if from_snapshot is not None and (args.seed is not None or args.options):
@@ -212,7 +252,7 @@ class EnvApp:
         hint = f"legal actions: {actions.describe()}" if actions is not None else ""
         return episode_result(episode, env, observed, "reset", hint)
 
-    async def step(self, episode_id: str | None, action: Any, frames: Frames | None) -> ToolResult:
+    async def step(self, episode_id: str | None, action: Any, frames: Frames | None) -> Reply:
         """Advance an episode by one action."""
         async with self._locked(episode_id) as episode:
             episode.require_running("step")
@@ -228,7 +268,75 @@ class EnvApp:
             episode.record(result)
             return episode_result(episode, env, observed, "stepped")
 
-    async def state(self, args: ViewArgs) -> ToolResult:
+    async def step_batch(self, args: StepBatchArgs) -> Reply:
+        """Step many episodes in one call (one action each), in one environment hop.
+
+        Per-episode failures (an illegal action, an ended episode) come back as
+        that item's ``error``; the other items still step.
+        """
+        items = args.steps
+        ids = [item.episode_id for item in items]
+        if len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise ArgumentError(
+                f"step_batch: each episode may appear once per batch, got {repeated} twice"
+            )
+        wanted = self._frames(args.frames)
+        errors: dict[int, OpenEnvError] = {}
+        plan: list[tuple[int, Episode, Any]] = []
+        async with AsyncExitStack() as stack:
+            # Lock in handle order, so concurrent batches cannot deadlock.
+            for index in sorted(range(len(items)), key=lambda i: ids[i]):
+                try:
+                    episode = await stack.enter_async_context(self._locked(ids[index]))
+                    episode.require_running("step")
+                    plan.append((index, episode, episode.env.parse_action(items[index].action)))
+                except OpenEnvError as exc:
+                    errors[index] = exc
+            plan.sort(key=lambda p: p[0])
+
+            def work() -> list[Any]:
+                outcomes: list[Any] = []
+                for _, episode, action in plan:
+                    try:
+                        result = episode.env.step(action)
+                        outcomes.append((result, observe(episode.env, result.observation, wanted)))
+                    except Exception as exc:
+                        outcomes.append(exc)
+                return outcomes
+
+            try:
+                outcomes = await self.episodes.run_blocking(work)
+            except TimeoutError as exc:
+                outcomes = [exc] * len(plan)
+            views: dict[int, dict[str, Any]] = {}
+            images: list[dict[str, Any]] = []
+            for (index, episode, _), outcome in zip(plan, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    errors[index] = self.episodes.broke(episode, "step_batch", outcome)
+                    continue
+                result, observed = outcome
+                episode.record(result)
+                views[index] = episode_view(episode, observed)
+                if observed.png is not None:
+                    views[index]["image"] = len(images)
+                    images.append(image_block(observed.png))
+        results = [
+            views[i]
+            if i in views
+            else {"episode_id": ids[i], "error": f"{errors[i].code}: {errors[i]}"}
+            for i in range(len(items))
+        ]
+        ended = sum(1 for v in views.values() if v["status"] == "ended")
+        text = (
+            f"stepped {len(views)} of {len(items)} episodes ({len(errors)} errors, {ended} ended)"
+        )
+        if errors:
+            first = min(errors)
+            text += f"; first error, episode {ids[first]}: {errors[first].code}: {errors[first]}"
+        return Reply([text_block(text), *images], {"results": results})
+
+    async def state(self, args: ViewArgs) -> Reply:
         """Describe an episode without changing it."""
         async with self._locked(args.episode_id) as episode:
             if episode.status == "new":
@@ -243,13 +351,13 @@ class EnvApp:
             episode.info.update(extra)
             return episode_result(episode, env, observed, "state of")
 
-    async def close(self, args: EpisodeArgs) -> ToolResult:
+    async def close(self, args: EpisodeArgs) -> Reply:
         """Close an episode and free its environment."""
         episode = self._resolve(args.episode_id)
         await self.episodes.close(episode.id)
-        return _json_result({"episode_id": episode.id, "closed": True})
+        return json_reply({"episode_id": episode.id, "closed": True})
 
-    async def snapshot(self, args: EpisodeArgs) -> ToolResult:
+    async def snapshot(self, args: EpisodeArgs) -> Reply:
         """Save an episode's full state; later resets can start from it."""
         async with self._locked(args.episode_id) as episode:
             if episode.status in ("new", "broken"):
@@ -258,30 +366,28 @@ class EnvApp:
                 )
             data = await self.episodes.call(episode, "snapshot", episode.env.snapshot)
             snap = self.episodes.add_snapshot(episode, data)
-            return _json_result(
-                {"snapshot_id": snap.id, "episode_id": episode.id, "step": snap.step}
-            )
+            return json_reply({"snapshot_id": snap.id, "episode_id": episode.id, "step": snap.step})
 
-    async def release_snapshot(self, args: ReleaseArgs) -> ToolResult:
+    async def release_snapshot(self, args: ReleaseArgs) -> Reply:
         """Free a snapshot."""
         self.episodes.release_snapshot(args.snapshot_id)
-        return _json_result({"snapshot_id": args.snapshot_id, "released": True})
+        return json_reply({"snapshot_id": args.snapshot_id, "released": True})
 
     # -- env tools -----------------------------------------------------------------------
 
     def _env_tool_handler(self, tool: EnvTool) -> Callable[[Any], Any]:
         if tool.kind == "static":
 
-            async def static(args: Any) -> ToolResult:
-                return _json_result(tool.handler(self.prototype, args))
+            async def static(args: Any) -> Reply:
+                return json_reply(tool.handler(self.prototype, args))
 
             return static
 
-        async def on_episode(args: Any) -> ToolResult:
+        async def on_episode(args: Any) -> Reply:
             async with self._locked(args.episode_id) as episode:
                 episode.require_running(tool.name)
                 data = await self.episodes.call(episode, tool.name, tool.handler, episode.env, args)
-                return _json_result(data)
+                return json_reply(data)
 
         return on_episode
 
@@ -346,6 +452,15 @@ class EnvApp:
                 lambda a: self.step(a.episode_id, a.action, a.frames),
                 output,
                 schema_patch={"action": proto.action_schema()},
+            ),
+            ModelTool.build(
+                "step_batch",
+                "Step many episodes at once, one action each (for trainers running "
+                "vectorised rollouts); returns one result per item, in order, each like "
+                "step's structuredContent or {episode_id, error}.",
+                StepBatchArgs,
+                self.step_batch,
+                batch_output_schema(output),
             ),
             ModelTool.build(
                 "state",

@@ -131,9 +131,13 @@ class Snapshot:
 class EpisodeManager:
     """Live episodes and snapshots of one server."""
 
-    def __init__(self, env_factory: Callable[[], Environment], settings: ServerSettings) -> None:
+    def __init__(
+        self, env_factory: Callable[[], Environment], settings: ServerSettings, threads: bool
+    ) -> None:
         self._factory = env_factory
         self.settings = settings
+        #: Run environment code on worker threads (with the per-call timeout).
+        self.threads = threads
         self.episodes: dict[str, Episode] = {}
         self.snapshots: dict[str, Snapshot] = {}
         #: The episode used when a single-client caller passes no handle.
@@ -259,7 +263,7 @@ class EpisodeManager:
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run environment code as configured (worker thread with timeout, or inline)."""
-        if not self.settings.env_threads:
+        if not self.threads:
             return fn(*args)
         with anyio.fail_after(self.settings.call_timeout):
             return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
@@ -275,21 +279,26 @@ class EpisodeManager:
         except OpenEnvError:
             raise  # the env's own validation errors: the episode is fine
         except TimeoutError as exc:
-            episode.status = "broken"
+            raise self.broke(episode, what, exc) from exc
+        except Exception as exc:
+            raise self.broke(episode, what, exc) from exc
+
+    def broke(self, episode: Episode, what: str, exc: BaseException) -> EnvCrashed:
+        """Mark ``episode`` broken by ``exc`` raised in ``what``; return the error to send."""
+        episode.status = "broken"
+        if isinstance(exc, TimeoutError):
             episode.broken_reason = f"timed out after {self.settings.call_timeout:g}s in {what}"
             log.error("episode %s: %s", episode.id, episode.broken_reason)
-            raise EnvCallTimeout(
+            return EnvCallTimeout(
                 f"the environment {episode.broken_reason}; episode {episode.id} is broken, "
                 "call reset to start over"
-            ) from exc
-        except Exception as exc:
-            episode.status = "broken"
-            episode.broken_reason = f"{type(exc).__name__} in {what}"
-            log.exception("episode %s: environment raised in %s", episode.id, what)
-            raise EnvCrashed(
-                f"the environment raised {type(exc).__name__} in {what}; episode {episode.id} "
-                "is broken, call reset to start over"
-            ) from exc
+            )
+        episode.broken_reason = f"{type(exc).__name__} in {what}"
+        log.error("episode %s: environment raised in %s", episode.id, what, exc_info=exc)
+        return EnvCrashed(
+            f"the environment raised {type(exc).__name__} in {what}; episode {episode.id} "
+            "is broken, call reset to start over"
+        )
 
     async def _close_env(self, env: Environment) -> None:
         try:

@@ -6,6 +6,7 @@ the same shape, :func:`episode_output_schema`, so clients parse one thing.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,18 @@ from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.server._episodes import Episode
 from openenv_mcp.server._settings import Frames
 
-__all__ = ["Observed", "episode_output_schema", "episode_result", "error_result", "observe"]
+__all__ = [
+    "Observed",
+    "Reply",
+    "episode_output_schema",
+    "episode_result",
+    "episode_view",
+    "error_result",
+    "image_block",
+    "json_reply",
+    "observe",
+    "text_block",
+]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -79,15 +91,62 @@ def _summary(episode: Episode, env: Environment, headline: str) -> str:
     return "; ".join(parts)
 
 
-def episode_result(
-    episode: Episode,
-    env: Environment,
-    observed: Observed,
-    headline: str,
-    extra_text: str = "",
-) -> ToolResult:
-    """The answer of every episode tool: structured view, one text line, image."""
-    structured: dict[str, Any] = {
+@dataclass
+class Reply:
+    """A tool result in wire form, cheap to build.
+
+    The fast transports write :meth:`wire` straight to the client; FastMCP's
+    stack takes :meth:`tool_result`. Both are built without re-validating the
+    payload (pydantic would copy a 100 KB base64 frame through JSON again).
+    """
+
+    content: list[dict[str, Any]]
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+    meta: dict[str, Any] | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The ``CallToolResult`` as a JSON-ready dict."""
+        out: dict[str, Any] = {"content": self.content, "isError": self.is_error}
+        if self.structured is not None:
+            out["structuredContent"] = self.structured
+        if self.meta is not None:
+            out["_meta"] = self.meta
+        return out
+
+    def tool_result(self) -> ToolResult:
+        """The same result as a FastMCP :class:`ToolResult`."""
+        blocks: list[Any] = [
+            ImageContent.model_construct(
+                type="image", data=c["data"], mime_type=c["mimeType"], annotations=None, meta=None
+            )
+            if c["type"] == "image"
+            else TextContent.model_construct(
+                type="text", text=c["text"], annotations=None, meta=None
+            )
+            for c in self.content
+        ]
+        return ToolResult.model_construct(
+            content=blocks,
+            structured_content=self.structured,
+            meta=self.meta,
+            is_error=self.is_error,
+        )
+
+
+def text_block(text: str) -> dict[str, Any]:
+    """A text content block."""
+    return {"type": "text", "text": text}
+
+
+def json_reply(data: dict[str, Any]) -> Reply:
+    """A small structured answer, with its JSON as the text."""
+    return Reply([text_block(json.dumps(data))], data)
+
+
+def episode_view(episode: Episode, observed: Observed) -> dict[str, Any]:
+    """The structured view of an episode (``structuredContent``)."""
+    view: dict[str, Any] = {
         "episode_id": episode.id,
         "status": episode.status,
         "step": episode.step,
@@ -98,23 +157,35 @@ def episode_result(
         "info": _jsonable(episode.info),
     }
     if observed.observation is not None:
-        structured["observation"] = observed.observation
+        view["observation"] = observed.observation
+    return view
+
+
+def image_block(png: bytes) -> dict[str, Any]:
+    """A PNG image content block."""
+    return {"type": "image", "data": b64_text(png), "mimeType": PNG_MIME}
+
+
+def episode_result(
+    episode: Episode,
+    env: Environment,
+    observed: Observed,
+    headline: str,
+    extra_text: str = "",
+) -> Reply:
+    """The answer of every episode tool: structured view, one text line, image."""
     text = _summary(episode, env, headline)
     if extra_text:
         text += f"\n{extra_text}"
-    content: list[Any] = [TextContent(type="text", text=text)]
+    content = [text_block(text)]
     if observed.png is not None:
-        content.append(ImageContent(type="image", data=b64_text(observed.png), mime_type=PNG_MIME))
-    return ToolResult(content=content, structured_content=structured)
+        content.append(image_block(observed.png))
+    return Reply(content, episode_view(episode, observed))
 
 
-def error_result(exc: OpenEnvError) -> ToolResult:
+def error_result(exc: OpenEnvError) -> Reply:
     """One mapping from our errors to an MCP tool error (``isError: true``)."""
-    return ToolResult(
-        content=[TextContent(type="text", text=f"{exc.code}: {exc}")],
-        meta={ERROR_META_KEY: exc.code},
-        is_error=True,
-    )
+    return Reply([text_block(f"{exc.code}: {exc}")], None, True, {ERROR_META_KEY: exc.code})
 
 
 def observation_schema(spec: ObservationSpec) -> dict[str, Any]:

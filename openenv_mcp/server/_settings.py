@@ -39,8 +39,10 @@ class ServerSettings(BaseModel):
         description="Observation form when a call does not say: png image, raw array, "
         "both, or none.",
     )
-    env_threads: bool = Field(
-        True,
-        description="Run environment calls on worker threads (so a slow call cannot "
-        "block other episodes, and can time out).",
+    env_threads: bool | None = Field(
+        None,
+        description="Run environment calls on worker threads, so a slow call cannot block "
+        "other episodes and fails alone at call_timeout. None: the environment's choice "
+        "(envs whose calls are short and bounded, like Atari, run inline: a thread hop "
+        "costs more than an emulator step).",
     )

@@ -17,13 +17,13 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError
-from openenv_mcp.server._results import error_result
+from openenv_mcp.server._results import Reply, error_result
 
 __all__ = ["ModelTool", "format_validation_error"]
 
 log = logging.getLogger("openenv_mcp.server")
 
-Handler = Callable[[Any], Awaitable[ToolResult]]
+Handler = Callable[[Any], Awaitable[Reply]]
 
 
 def _describe_input(value: Any) -> str:
@@ -86,6 +86,10 @@ class ModelTool(Tool):
         )
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        """FastMCP's entry point: :meth:`reply` as a :class:`ToolResult`."""
+        return (await self.reply(arguments)).tool_result()
+
+    async def reply(self, arguments: dict[str, Any] | None) -> Reply:
         """Validate ``arguments`` and run the handler; every failure is a tool error."""
         try:
             args = self.args_model.model_validate(arguments or {})
