@@ -4,6 +4,8 @@ What users import: the environment contract, the server builder, and the
 errors. The client lives in :mod:`openenv_mcp.client`.
 """
 
+__version__ = "0.1.0"
+
 from openenv_mcp.environment import (
     Action,
     ActionSet,
@@ -25,5 +27,3 @@ __all__ = [
     "build_server",
     "serve",
 ]
-
-__version__ = "0.1.0"

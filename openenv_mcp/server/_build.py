@@ -8,11 +8,13 @@ from typing import Any, Literal
 from fastmcp import FastMCP
 from pydantic import BaseModel, ValidationError
 
+from openenv_mcp import __version__
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server._stdio import serve_stdio
 
 __all__ = ["build_server", "get_app", "make_config", "serve"]
 
@@ -74,6 +76,7 @@ def build_server(
             "action tool directly. Episodes end with terminated or truncated; reset to play "
             "again."
         ),
+        version=__version__,
         mask_error_details=True,
     )
     app.mount(server)
@@ -102,7 +105,9 @@ async def serve(
     """
     app = get_app(server)
     try:
-        if transport == "stdio":
+        if transport == "stdio" and app.settings.lean_stdio:
+            await serve_stdio(server, app)
+        elif transport == "stdio":
             await server.run_stdio_async(show_banner=False)
         else:
             await server.run_http_async(

@@ -46,3 +46,8 @@ class ServerSettings(BaseModel):
         "(envs whose calls are short and bounded, like Atari, run inline: a thread hop "
         "costs more than an emulator step).",
     )
+    lean_stdio: bool = Field(
+        True,
+        description="Answer tool calls over stdio on a lean fast path (standard MCP on the "
+        "wire); False uses FastMCP's stock stdio transport.",
+    )

@@ -1,0 +1,165 @@
+"""``MCPGymEnv``: a real :class:`gymnasium.Env` whose every call is an MCP call."""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.envs.registration import EnvSpec
+
+from openenv_mcp.client._client import MCPEnvClient
+from openenv_mcp.client._connect import Target
+from openenv_mcp.client._sync import SyncEnvClient
+from openenv_mcp.errors import ArgumentError
+
+__all__ = ["MCPGymEnv", "SeedChain", "split_reset_options"]
+
+#: Nominal; servers declare no frame rate, and Gymnasium wants one with render modes.
+RENDER_FPS = 30
+_SEED_LIMIT = 2**31 - 1
+
+
+class SeedChain:
+    """Gymnasium's seeding rule for servers that take one seed per reset.
+
+    ``reset(seed=s)`` seeds the episode and this chain; a later ``reset()``
+    without a seed draws the next episode's seed from the chain, so a run of
+    resets after one seeded reset is reproducible (as with any Gymnasium env).
+    Before any seed, ``None`` is sent and the server draws fresh entropy.
+    """
+
+    def __init__(self) -> None:
+        self.rng: np.random.Generator | None = None
+
+    def next(self, seed: int | None) -> int | None:
+        """The seed to send to the server for this reset."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+            return seed
+        if self.rng is None:
+            return None
+        return int(self.rng.integers(_SEED_LIMIT))
+
+
+def split_reset_options(options: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    """Separate ``from_snapshot`` from the environment's own reset options.
+
+    Gymnasium's ``reset`` has no snapshot argument, so adapters take it as the
+    option ``"from_snapshot"``.
+    """
+    if not options or "from_snapshot" not in options:
+        return options, None
+    rest = {k: v for k, v in options.items() if k != "from_snapshot"}
+    return rest or None, str(options["from_snapshot"])
+
+
+class _Reconnect:
+    """The spec's entry point: a new adapter connected to the same target.
+
+    Gymnasium deep-copies spec arguments; a target such as a server object must
+    be shared, not cloned, so it lives here, and this is never copied.
+    """
+
+    def __init__(self, target: Target, options: dict[str, Any]) -> None:
+        self.target = target
+        self.options = options
+
+    def __call__(self, **kwargs: Any) -> MCPGymEnv:
+        return MCPGymEnv(self.target, **{**self.options, **kwargs})
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Reconnect:
+        return self
+
+
+class MCPGymEnv(gym.Env[Any, Any]):
+    """An openenv-mcp server episode as a :class:`gymnasium.Env`.
+
+    Passes :func:`gymnasium.utils.env_checker.check_env`. Observations are numpy
+    arrays (or strings for text environments); ``info`` holds every structured
+    field of the server's answer. ``render()`` returns the current frame
+    (``render_mode="rgb_array"``, for environments with frames).
+
+    Reset accepts the option ``"from_snapshot"`` (a handle from
+    ``env.client.snapshot()``) besides the environment's own options.
+
+    Args:
+        target: a FastMCP server, a command, or an ``http(s)://`` URL (see
+            :class:`MCPEnvClient`).
+        render_mode: ``"rgb_array"`` or ``None``.
+        **client_options: passed to :class:`MCPEnvClient` (``frames``, ``timeout``...).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": RENDER_FPS}  # noqa: RUF012
+
+    def __init__(
+        self, target: Target, *, render_mode: str | None = None, **client_options: Any
+    ) -> None:
+        client = MCPEnvClient(target, **client_options).sync()
+        self._adopt(client, render_mode)
+
+    @classmethod
+    def from_client(cls, client: SyncEnvClient, render_mode: str | None = None) -> MCPGymEnv:
+        """An adapter over a connected sync client; closing the adapter closes the client."""
+        env = cls.__new__(cls)
+        env._adopt(client, render_mode)
+        return env
+
+    def _adopt(self, client: SyncEnvClient, render_mode: str | None) -> None:
+        self._client = client
+        self._seeds = SeedChain()
+        self._np_random = None
+        self.action_space = client.action_space
+        self.observation_space = client.observation_space
+        has_frame = client.spec.observation.has_frame
+        self.metadata = {
+            "render_modes": ["rgb_array"] if has_frame else [],
+            "render_fps": RENDER_FPS,
+        }
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            client.close()
+            raise ArgumentError(
+                f"render_mode {render_mode!r} is not available for {client.env_name}; "
+                f"render modes: {self.metadata['render_modes'] or 'none (it has no frame)'}"
+            )
+        self.render_mode = render_mode
+        options = {k: v for k, v in client.client._options.items() if k != "server_log"}
+        self.spec = EnvSpec(
+            id=f"openenv_mcp/{client.env_name}-v0",
+            entry_point=_Reconnect(client.client.target, options),
+            kwargs={"render_mode": render_mode},
+        )
+
+    @property
+    def client(self) -> SyncEnvClient:
+        """The sync client underneath: ``call``, ``snapshot``, action meanings..."""
+        return self._client
+
+    def get_action_meanings(self) -> list[str]:
+        """Action names in index order (as ALE's)."""
+        return self._client.get_action_meanings()
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Start an episode; see :class:`SeedChain` for how ``seed=None`` is handled."""
+        super().reset(seed=seed)
+        env_options, snapshot = split_reset_options(options)
+        if snapshot is not None:
+            return self._client.reset(options=env_options, from_snapshot=snapshot)
+        return self._client.reset(seed=self._seeds.next(seed), options=env_options)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Take one action; returns the Gymnasium five."""
+        return self._client.step(action)
+
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        """The current frame (``HxWx3`` uint8) in ``"rgb_array"`` mode, else ``None``."""
+        if self.render_mode is None:
+            gym.logger.warn("render() without a render_mode: make it with render_mode='rgb_array'")
+            return None
+        return self._client.render()
+
+    def close(self) -> None:
+        """Close the episode and the connection (a stdio server is stopped). Idempotent."""
+        self._client.close()

@@ -1,0 +1,378 @@
+"""``MCPVectorEnv``: Gymnasium's ``VectorEnv`` over N episodes of one or more servers.
+
+All episodes are stepped concurrently (one MCP call each, in flight together),
+or, on a server that lists a batched ``step_batch`` tool, with one call per
+server per step. That choice is made in one place: :meth:`MCPVectorEnv._step_group`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+from openenv_mcp.client._client import MCPEnvClient, Transition, wire_action
+from openenv_mcp.client._connect import Connection, Target
+from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
+from openenv_mcp.client._sync import EventLoopThread
+from openenv_mcp.errors import ArgumentError, OpenEnvError, ResetNeeded, error_from_wire
+
+__all__ = ["STEP_BATCH_TOOL", "MCPVectorEnv"]
+
+#: The batched step tool this client uses where a server lists it.
+STEP_BATCH_TOOL = "step_batch"
+
+
+class MCPVectorEnv(VectorEnv[Any, Any, Any]):
+    """N episodes of openenv-mcp servers as one Gymnasium ``VectorEnv``.
+
+    ::
+
+        envs = MCPVectorEnv("openenv-mcp serve atari --game pong", num_envs=8)
+        obs, infos = envs.reset(seed=0)          # seeds 0..7
+        obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+
+    Episodes live on one server (``target``) or are spread round-robin over
+    several (``targets=[url1, url2]``); each server is one connection.
+
+    **Autoreset** follows Gymnasium 1.x's :class:`~gymnasium.vector.AutoresetMode`:
+
+    * ``NEXT_STEP`` (the default, as in Gymnasium): when an episode ends, the
+      next ``step`` resets it instead of acting, returning its first
+      observation with reward 0 and ``terminated = truncated = False``.
+    * ``SAME_STEP``: the ending step resets at once and returns the new first
+      observation; the last one is in ``infos["final_obs"]`` and its info in
+      ``infos["final_info"]``.
+    * ``DISABLED``: nothing resets itself; call ``reset(options={"reset_mask": mask})``.
+
+    Seeds follow Gymnasium: ``reset(seed=s)`` seeds episode ``i`` with ``s + i``,
+    and later resets (autoresets included) draw their seeds from that, so a
+    seeded run repeats exactly. ``reset(options={"from_snapshot": handle})``
+    starts every (masked) episode from one snapshot: a GRPO group.
+
+    Args:
+        target: one server (a FastMCP server, a command, or a URL).
+        num_envs: number of episodes (default: one per target).
+        targets: several servers instead of ``target``.
+        autoreset_mode: see above.
+        render_mode: ``"rgb_array"`` (``render()`` returns each episode's frame) or ``None``.
+        batch: use a server's ``step_batch`` tool where it lists one.
+        **client_options: passed to each :class:`MCPEnvClient` (``frames``, ``timeout``...).
+    """
+
+    def __init__(
+        self,
+        target: Target | None = None,
+        num_envs: int | None = None,
+        *,
+        targets: Sequence[Target] | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        batch: bool = True,
+        **client_options: Any,
+    ) -> None:
+        if (target is None) == (targets is None):
+            raise ArgumentError("give one server as target, or several as targets=[...]")
+        servers = [target] if targets is None else list(targets)
+        if not servers:
+            raise ArgumentError("targets is empty: give at least one server")
+        count = len(servers) if num_envs is None else num_envs
+        if count < 1:
+            raise ArgumentError(f"num_envs must be at least 1, got {count}")
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.num_envs = count
+        self._batch = batch
+        self._loop = EventLoopThread()
+        try:
+            self.clients: list[MCPEnvClient] = self._loop.run(
+                self._open, servers[:count], count, client_options
+            )
+        except BaseException:
+            self._loop.stop()
+            raise
+        first = self.clients[0]
+        for client in self.clients[1:]:
+            if (client.action_space, client.observation_space) != (
+                first.action_space,
+                first.observation_space,
+            ):
+                self.close()
+                raise ArgumentError(
+                    f"the servers differ: {first.env_name} has {first.action_space} and "
+                    f"{first.observation_space}, {client.env_name} has {client.action_space} "
+                    f"and {client.observation_space}"
+                )
+        self.single_action_space = first.action_space
+        self.single_observation_space = first.observation_space
+        self.action_space = batch_space(self.single_action_space, count)
+        self.observation_space = batch_space(self.single_observation_space, count)
+        has_frame = first.spec.observation.has_frame
+        self.metadata = {
+            "autoreset_mode": self.autoreset_mode,
+            "render_modes": ["rgb_array"] if has_frame else [],
+            "render_fps": RENDER_FPS,
+        }
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            self.close()
+            raise ArgumentError(
+                f"render_mode {render_mode!r} is not available for {first.env_name}"
+            )
+        self.render_mode = render_mode
+        self._seeds = [SeedChain() for _ in range(count)]
+        self._autoreset = np.zeros(count, dtype=np.bool_)
+        # Each episode's latest observation: a masked reset returns the others' as they are.
+        self._obs: list[Any] = [None] * count
+
+    @staticmethod
+    async def _open(
+        servers: list[Target], count: int, options: dict[str, Any]
+    ) -> list[MCPEnvClient]:
+        roots = [MCPEnvClient(server, **options) for server in servers]
+        try:
+            await MCPVectorEnv._gather([root.connect for root in roots])
+        except BaseException:
+            for root in roots:
+                await root.close()
+            raise
+        return [roots[i] if i < len(roots) else roots[i % len(roots)].spawn() for i in range(count)]
+
+    # -- Gymnasium's API -----------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every episode (or those in ``options["reset_mask"]``)."""
+        super().reset(seed=seed if isinstance(seed, int) else None)
+        seeds = self._seed_list(seed)
+        env_options, snapshot = split_reset_options(dict(options) if options else None)
+        mask = np.ones(self.num_envs, dtype=np.bool_)
+        if env_options and "reset_mask" in env_options:
+            mask = np.asarray(env_options.pop("reset_mask"), dtype=np.bool_)
+            if mask.shape != (self.num_envs,) or not mask.any():
+                raise ArgumentError(
+                    f"reset_mask must be {self.num_envs} booleans, at least one True; got {mask}"
+                )
+            env_options = env_options or None
+        indices = [i for i in range(self.num_envs) if mask[i]]
+        for i in indices:
+            seeds[i] = self._seeds[i].next(seeds[i]) if snapshot is None else None
+        results = self._loop.run(self._reset_many, indices, seeds, env_options, snapshot)
+        self._autoreset[mask] = False
+        infos: dict[str, Any] = {}
+        for i in indices:
+            self._obs[i] = results[i][0]
+            infos = self._add_info(infos, results[i][1], i)
+        return self._batch_obs(), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every episode concurrently; autoreset as :attr:`autoreset_mode` says."""
+        action_list = list(iterate(self.action_space, actions))
+        results = self._loop.run(self._step_all, action_list)
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        infos: dict[str, Any] = {}
+        for i in range(self.num_envs):
+            obs, reward, terminated, truncated, info = results[i]
+            self._obs[i] = obs
+            rewards[i], terminations[i], truncations[i] = reward, terminated, truncated
+            infos = self._add_info(infos, info, i)
+        self._autoreset = terminations | truncations
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            self._autoreset[:] = False
+        return self._batch_obs(), rewards, terminations, truncations, infos
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Each episode's current frame (``render_mode="rgb_array"``), else ``None``."""
+        if self.render_mode is None:
+            return None
+        return tuple(self._loop.run(self._gather, [c.render for c in self.clients]))
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call server tool ``name`` for every episode (with its ``episode_id``)."""
+        if args:
+            raise ArgumentError("tools take keyword arguments only")
+
+        def caller(client: MCPEnvClient) -> Any:
+            async def call() -> dict[str, Any]:
+                return await client.call(name, **kwargs)
+
+            return call
+
+        return tuple(self._loop.run(self._gather, [caller(c) for c in self.clients]))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Attribute ``name`` of each episode's :class:`MCPEnvClient` (``episode_id``...)."""
+        return tuple(getattr(c, name) for c in self.clients)
+
+    def snapshot(self, index: int = 0) -> str:
+        """Snapshot episode ``index``; ``reset(options={"from_snapshot": handle})`` forks it."""
+        return self._loop.run(self.clients[index].snapshot)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every episode, then every connection (and stdio server)."""
+
+        async def close_all() -> None:
+            # Spawned episodes first: their connection closes with its owner.
+            for client in sorted(self.clients, key=lambda c: c._owner):
+                await client.close()
+
+        try:
+            self._loop.run(close_all)
+        finally:
+            self._loop.stop()
+
+    # -- the async work ------------------------------------------------------------------
+
+    def _seed_list(self, seed: int | list[int | None] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, int):
+            return [seed + i for i in range(self.num_envs)]
+        if len(seed) != self.num_envs:
+            raise ArgumentError(f"expected {self.num_envs} seeds, got {len(seed)}")
+        return list(seed)
+
+    def _batch_obs(self) -> Any:
+        # A fresh batch every call: callers keep what they are given.
+        out: Any = create_empty_array(self.single_observation_space, self.num_envs, fn=np.zeros)
+        if any(obs is None for obs in self._obs):
+            raise ResetNeeded("some episodes have no observation yet: reset them all first")
+        return concatenate(self.single_observation_space, self._obs, out)
+
+    @staticmethod
+    async def _gather(funcs: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
+        """Run ``funcs`` concurrently; their results in order, or the first error itself."""
+        results: list[Any] = [None] * len(funcs)
+
+        async def run(i: int) -> None:
+            results[i] = await funcs[i]()
+
+        try:
+            async with anyio.create_task_group() as group:
+                for i in range(len(funcs)):
+                    group.start_soon(run, i)
+        except BaseExceptionGroup as group_error:
+            # Callers catch InvalidAction or ServerDied, not a group of them.
+            raise _first_leaf(group_error) from None
+        return results
+
+    async def _reset_many(
+        self,
+        indices: list[int],
+        seeds: list[int | None],
+        options: dict[str, Any] | None,
+        snapshot: str | None,
+    ) -> dict[int, tuple[Any, dict[str, Any]]]:
+        def resetter(i: int) -> Any:
+            async def reset() -> tuple[Any, dict[str, Any]]:
+                return await self.clients[i].reset(
+                    seed=seeds[i], options=options, from_snapshot=snapshot
+                )
+
+            return reset
+
+        done = await self._gather([resetter(i) for i in indices])
+        return dict(zip(indices, done, strict=True))
+
+    async def _step_all(self, actions: list[Any]) -> dict[int, Transition]:
+        autoreset = [i for i in range(self.num_envs) if self._autoreset[i]]
+        if self.autoreset_mode == AutoresetMode.DISABLED and autoreset:
+            raise ArgumentError(
+                f"episodes {autoreset} have ended and autoreset is DISABLED: reset them with "
+                "reset(options={'reset_mask': mask})"
+            )
+        stepping = [i for i in range(self.num_envs) if i not in autoreset]
+        results: dict[int, Transition] = {}
+
+        async def step_groups() -> None:
+            groups: dict[int, tuple[Connection, list[int]]] = {}
+            for i in stepping:
+                conn = self.clients[i]._conn
+                groups.setdefault(id(conn), (conn, []))[1].append(i)
+            await self._gather(
+                [
+                    _bind(self._step_group, results, conn, members, actions)
+                    for conn, members in groups.values()
+                ]
+            )
+
+        async def autoreset_one(i: int) -> None:  # NEXT_STEP: this step resets instead of acting
+            obs, info = await self.clients[i].reset(seed=self._seeds[i].next(None))
+            results[i] = (obs, 0.0, False, False, info)
+
+        await self._gather([step_groups, *(_bind(autoreset_one, i) for i in autoreset)])
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            ended = [i for i in stepping if results[i][2] or results[i][3]]
+            seeds: list[int | None] = [None] * self.num_envs
+            for i in ended:
+                seeds[i] = self._seeds[i].next(None)
+            for i, (obs, info) in (await self._reset_many(ended, seeds, None, None)).items():
+                last_obs, reward, terminated, truncated, last_info = results[i]
+                info = {**info, "final_obs": last_obs, "final_info": last_info}
+                results[i] = (obs, reward, terminated, truncated, info)
+        return results
+
+    async def _step_group(
+        self,
+        results: dict[int, Transition],
+        conn: Connection,
+        indices: list[int],
+        actions: list[Any],
+    ) -> None:
+        """Step the episodes that share one connection: THE batching hook.
+
+        Where the server lists ``step_batch`` (and observations travel raw),
+        one call steps the whole group. Its assumed contract: arguments
+        ``{"steps": [{"episode_id", "action"}, ...], "frames": "raw"}``; result
+        ``{"results": [episode view, or {"error": "Name: message"}, ...]}`` in
+        the same order, each view shaped like ``step``'s answer. Otherwise each
+        episode gets its own ``step`` call, all in flight at once.
+        """
+        clients = [self.clients[i] for i in indices]
+        if self._batch and STEP_BATCH_TOOL in conn.tools and clients[0].frames == "raw":
+            steps = [
+                {"episode_id": c._require_episode("step"), "action": wire_action(actions[i])}
+                for i, c in zip(indices, clients, strict=True)
+            ]
+            answer = await conn.call(STEP_BATCH_TOOL, {"steps": steps, "frames": "raw"})
+            views = (answer.structured_content or {}).get("results")
+            if not isinstance(views, list) or len(views) != len(indices):
+                raise OpenEnvError(
+                    f"{STEP_BATCH_TOOL} answered {views!r:.200} for {len(indices)} steps"
+                )
+            for i, client, view in zip(indices, clients, views, strict=True):
+                if "error" in view:
+                    raise error_from_wire(str(view["error"]))
+                results[i] = client._transition_of(view)
+            return
+
+        async def step_one(i: int) -> None:
+            results[i] = await self.clients[i].step(actions[i])
+
+        await self._gather([_bind(step_one, i) for i in indices])
+
+
+def _bind(func: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Awaitable[None]]:
+    async def bound() -> None:
+        await func(*args)
+
+    return bound
+
+
+def _first_leaf(error: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first exception in a (nested) group that is not a cancellation."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [error]
+    while pending:
+        item = pending.pop(0)
+        if isinstance(item, BaseExceptionGroup):
+            pending[:0] = list(item.exceptions)
+        else:
+            leaves.append(item)
+    real = [e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())]
+    return (real or leaves)[0]
