@@ -101,12 +101,20 @@ def serve(
     action_tools: Annotated[
         bool, typer.Option(help="One tool per discrete action (noop, fire, ...).")
     ] = True,
+    auth_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="OPENENV_MCP_AUTH_TOKEN",
+            help="Require 'Authorization: Bearer TOKEN' over HTTP (mandatory off loopback).",
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "INFO",
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`;
     `openenv-mcp describe ENV` lists them."""
     from openenv_mcp.server import ServerSettings, build_server
     from openenv_mcp.server import serve as run_server
+    from openenv_mcp.server._http import http_run_options
 
     if stdio and http:
         raise _fail("choose one transport: --stdio or --http")
@@ -123,6 +131,8 @@ def serve(
             action_tools=action_tools,
         )
         server = build_server(env_cls, settings=settings, **options)
+        if http:
+            http_run_options(host, auth_token)  # refuse an unsafe bind before starting
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     transport: Literal["stdio", "http"] = "http" if http else "stdio"
@@ -130,7 +140,9 @@ def serve(
         "serving %s over %s%s", env, transport, f" on http://{host}:{port}/mcp" if http else ""
     )
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(lambda: run_server(server, transport, host=host, port=port))
+        anyio.run(
+            lambda: run_server(server, transport, host=host, port=port, auth_token=auth_token)
+        )
 
 
 @app.command("list")

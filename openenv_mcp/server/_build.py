@@ -13,6 +13,7 @@ from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
+from openenv_mcp.server._http import http_run_options
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._stdio import serve_stdio
 
@@ -98,12 +99,20 @@ async def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8765,
+    auth_token: str | None = None,
 ) -> None:
     """Run ``server`` until the client leaves (stdio EOF) or the process is stopped.
 
+    Over HTTP the server binds ``host`` (loopback by default), validates Host
+    and Origin headers, and, with ``auth_token``, requires
+    ``Authorization: Bearer <token>`` (mandatory off loopback).
     Every episode is closed on the way out, freeing its environment.
+
+    Raises:
+        ArgumentError: an HTTP bind off loopback without ``auth_token``.
     """
     app = get_app(server)
+    http_options = http_run_options(host, auth_token) if transport == "http" else {}
     try:
         if transport == "stdio" and app.settings.lean_stdio:
             await serve_stdio(server, app)
@@ -118,6 +127,7 @@ async def serve(
                 # uvicorn's own log config writes to stdout; route its records
                 # through the process's logging (stderr) instead.
                 uvicorn_config={"log_config": None},
+                **http_options,
             )
     finally:
         await app.episodes.close_all()

@@ -1,0 +1,93 @@
+"""HTTP safety: Host/Origin validation (DNS rebinding), bearer tokens, body limits."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+from typer.testing import CliRunner
+
+from openenv_mcp.cli import app
+from openenv_mcp.errors import ArgumentError
+from openenv_mcp.server._http import http_run_options
+from tests.servers import http_server
+
+pytestmark = pytest.mark.slow
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+
+
+def post(url: str, headers: dict[str, str], body: bytes | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(
+        url,
+        data=body if body is not None else json.dumps(INITIALIZE).encode(),
+        headers={
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            **headers,
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_host_and_origin_are_validated() -> None:
+    with http_server("echo") as url:
+        assert post(url, {})[0] == 200
+        assert post(url, {"Origin": "http://127.0.0.1:3000"})[0] == 200
+        status, _ = post(url, {"Host": "evil.example"})
+        assert 400 <= status < 500
+        status, _ = post(url, {"Origin": "http://evil.example"})
+        assert 400 <= status < 500
+
+
+def test_bearer_token() -> None:
+    with http_server("echo", "--auth-token", "s3cret") as url:
+        assert post(url, {"Authorization": "Bearer s3cret"})[0] == 200
+        status, body = post(url, {})
+        assert status == 401 and "no Authorization header" in body
+        status, body = post(url, {"Authorization": "Bearer guess"})
+        assert status == 401 and "wrong bearer token" in body
+        status, _ = post(url, {"Authorization": "Bearer s3cret", "Host": "evil.example"})
+        assert 400 <= status < 500
+
+
+def test_oversized_body_is_refused() -> None:
+    """Refused from its Content-Length, before the body is read."""
+    with http_server("echo") as url:
+        parts = urllib.parse.urlsplit(url)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        conn.putrequest("POST", parts.path)
+        conn.putheader("content-type", "application/json")
+        conn.putheader("accept", "application/json, text/event-stream")
+        conn.putheader("content-length", str(17 * 1024 * 1024))
+        conn.endheaders()
+        response = conn.getresponse()
+        body = response.read().decode()
+        conn.close()
+        assert response.status == 413 and "the limit is" in body
+
+
+def test_non_loopback_bind_needs_a_token() -> None:
+    with pytest.raises(ArgumentError, match="auth-token"):
+        http_run_options("0.0.0.0", None)
+    assert http_run_options("0.0.0.0", "t")["allowed_hosts"][-1] == "0.0.0.0"
+    result = CliRunner().invoke(app, ["serve", "echo", "--http", "--host", "0.0.0.0"])
+    assert result.exit_code == 2 and "needs a bearer token" in result.output
