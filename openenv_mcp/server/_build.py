@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import signal
 from typing import Any, Literal
 
+import anyio
 from fastmcp import FastMCP
 from pydantic import BaseModel, ValidationError
 
@@ -85,6 +87,14 @@ def build_server(
     return server
 
 
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("received %s; shutting down", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
 def get_app(server: FastMCP) -> EnvApp:
     """The :class:`EnvApp` behind a server made by :func:`build_server`."""
     app = getattr(server, _APP_ATTR, None)
@@ -114,10 +124,16 @@ async def serve(
     app = get_app(server)
     http_options = http_run_options(host, auth_token) if transport == "http" else {}
     try:
-        if transport == "stdio" and app.settings.lean_stdio:
-            await serve_stdio(server, app)
-        elif transport == "stdio":
-            await server.run_stdio_async(show_banner=False)
+        if transport == "stdio":
+            async with anyio.create_task_group() as tg:
+                # SIGTERM/SIGINT end a stdio server like EOF does: episodes closed,
+                # exit status 0. (uvicorn handles them itself for HTTP.)
+                tg.start_soon(_stop_on_signal, tg.cancel_scope)
+                if app.settings.lean_stdio:
+                    await serve_stdio(server, app)
+                else:
+                    await server.run_stdio_async(show_banner=False)
+                tg.cancel_scope.cancel()
         else:
             await server.run_http_async(
                 transport="http",
