@@ -173,7 +173,7 @@ class MCPEnvClient:
     def spec(self) -> ServerSpec:
         """The server's static description (its ``openenv://ENV/spec`` resource)."""
         if self._conn.spec is None:
-            raise ResetNeeded("not connected: use `async with MCPEnvClient(...)` or connect()")
+            raise OpenEnvError("not connected: use `async with MCPEnvClient(...)` or connect()")
         return self._conn.spec
 
     @property
@@ -244,6 +244,7 @@ class MCPEnvClient:
         else:
             obs = self._frame(content)
         self._observation = obs
+        # The environment's fields, then the episode's (which win a name clash).
         info: dict[str, Any] = dict(data.get("info") or {})
         for key in ("episode_id", "status", "step", "reward", "episode_return"):
             info[key] = data[key]
@@ -300,8 +301,7 @@ class MCPEnvClient:
                 log.info("episode %s is gone (%s); starting a new one", self._episode_id, exc)
                 self._episode_id = None
                 result = await self._call("reset", {**args, "new_episode": True})
-        obs, info = self._observe(result)
-        return obs, info
+        return self._observe(result)
 
     async def step(self, action: Any) -> Transition:
         """Take one action: an index or a name for discrete actions, a message for text.
@@ -330,8 +330,7 @@ class MCPEnvClient:
         """The current observation and info, without acting."""
         episode = self._require_episode("state")
         result = await self._call("state", {"episode_id": episode, "frames": self._wire_frames()})
-        obs, info = self._observe(result)
-        return obs, info
+        return self._observe(result)
 
     async def render(self) -> np.ndarray | None:
         """The current frame as an ``HxWx3`` uint8 array, or ``None`` without one.
@@ -382,7 +381,7 @@ class MCPEnvClient:
         that episode only. Closing this (owning) client closes the connection.
         """
         if not self.connected:
-            raise ResetNeeded("spawn() needs a connected client: connect it first")
+            raise OpenEnvError("spawn() needs a connected client: connect it first")
         return MCPEnvClient._sibling(self)
 
     async def close(self) -> None:

@@ -1,8 +1,8 @@
 """``MCPVectorEnv``: Gymnasium's ``VectorEnv`` over N episodes of one or more servers.
 
-All episodes are stepped concurrently (one MCP call each, in flight together),
-or, on a server that lists a batched ``step_batch`` tool, with one call per
-server per step. That choice is made in one place: :meth:`MCPVectorEnv._step_group`.
+Episodes are stepped with one batched ``step_batch`` call per server per step
+where the server lists that tool, else with one ``step`` call each, all in
+flight together. That choice is made in one place: :meth:`MCPVectorEnv._step_group`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+import mcp_types
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
@@ -246,19 +247,26 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
 
     @staticmethod
     async def _gather(funcs: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
-        """Run ``funcs`` concurrently; their results in order, or the first error itself."""
+        """Run ``funcs`` concurrently to the end; their results in order, or the first error.
+
+        One episode's error does not cancel the others' calls (their steps would
+        happen on the server unseen here), and it is raised as itself: callers
+        catch InvalidAction or ServerDied, not a group of them.
+        """
         results: list[Any] = [None] * len(funcs)
+        errors: dict[int, Exception] = {}
 
         async def run(i: int) -> None:
-            results[i] = await funcs[i]()
+            try:
+                results[i] = await funcs[i]()
+            except Exception as exc:
+                errors[i] = exc
 
-        try:
-            async with anyio.create_task_group() as group:
-                for i in range(len(funcs)):
-                    group.start_soon(run, i)
-        except BaseExceptionGroup as group_error:
-            # Callers catch InvalidAction or ServerDied, not a group of them.
-            raise _first_leaf(group_error) from None
+        async with anyio.create_task_group() as group:
+            for i in range(len(funcs)):
+                group.start_soon(run, i)
+        if errors:
+            raise errors[min(errors)]
         return results
 
     async def _reset_many(
@@ -326,35 +334,40 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
     ) -> None:
         """Step the episodes that share one connection: THE batching hook.
 
-        Where the server lists ``step_batch`` (and observations travel raw),
-        one call steps the whole group. Its assumed contract: arguments
-        ``{"steps": [{"episode_id", "action"}, ...], "frames": "raw"}``; result
-        ``{"results": [episode view, or {"error": "Name: message"}, ...]}`` in
-        the same order, each view shaped like ``step``'s answer. Otherwise each
-        episode gets its own ``step`` call, all in flight at once.
+        Where the server lists ``step_batch``, one call steps the whole group:
+        ``{"steps": [{"episode_id", "action"}, ...], "frames"}`` in, ``{"results":
+        [step view, or {"episode_id", "error": "Name: message"}, ...]}`` out, in
+        order, a view's ``"image"`` indexing the result's images. Otherwise each
+        episode gets its own ``step`` call, all in flight at once. Either way
+        every episode that stepped is recorded before the first error is raised.
         """
         clients = [self.clients[i] for i in indices]
-        if self._batch and STEP_BATCH_TOOL in conn.tools and clients[0].frames == "raw":
-            steps = [
-                {"episode_id": c._require_episode("step"), "action": wire_action(actions[i])}
-                for i, c in zip(indices, clients, strict=True)
-            ]
-            answer = await conn.call(STEP_BATCH_TOOL, {"steps": steps, "frames": "raw"})
-            views = (answer.structured_content or {}).get("results")
-            if not isinstance(views, list) or len(views) != len(indices):
-                raise OpenEnvError(
-                    f"{STEP_BATCH_TOOL} answered {views!r:.200} for {len(indices)} steps"
-                )
-            for i, client, view in zip(indices, clients, views, strict=True):
-                if "error" in view:
-                    raise error_from_wire(str(view["error"]))
-                results[i] = client._transition_of(view)
+        if not (self._batch and STEP_BATCH_TOOL in conn.tools):
+
+            async def step_one(i: int) -> None:
+                results[i] = await self.clients[i].step(actions[i])
+
+            await self._gather([_bind(step_one, i) for i in indices])
             return
-
-        async def step_one(i: int) -> None:
-            results[i] = await self.clients[i].step(actions[i])
-
-        await self._gather([_bind(step_one, i) for i in indices])
+        steps = [
+            {"episode_id": c._require_episode("step"), "action": wire_action(actions[i])}
+            for i, c in zip(indices, clients, strict=True)
+        ]
+        args = {"steps": steps, "frames": clients[0]._wire_frames()}
+        answer = await conn.call(STEP_BATCH_TOOL, args)
+        views = (answer.structured_content or {}).get("results")
+        if not isinstance(views, list) or len(views) != len(indices):
+            raise OpenEnvError(f"{STEP_BATCH_TOOL} answered {views!r:.200} for {len(steps)} steps")
+        images = [c for c in answer.content if isinstance(c, mcp_types.ImageContent)]
+        first_error: OpenEnvError | None = None
+        for i, client, view in zip(indices, clients, views, strict=True):
+            if "error" in view:
+                first_error = first_error or error_from_wire(str(view["error"]))
+                continue
+            content = [images[view["image"]]] if "image" in view else []
+            results[i] = client._transition_of(view, content)
+        if first_error is not None:
+            raise first_error
 
 
 def _bind(func: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Awaitable[None]]:
@@ -362,17 +375,3 @@ def _bind(func: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Awai
         await func(*args)
 
     return bound
-
-
-def _first_leaf(error: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first exception in a (nested) group that is not a cancellation."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [error]
-    while pending:
-        item = pending.pop(0)
-        if isinstance(item, BaseExceptionGroup):
-            pending[:0] = list(item.exceptions)
-        else:
-            leaves.append(item)
-    real = [e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())]
-    return (real or leaves)[0]

@@ -1,0 +1,275 @@
+"""MCPEnvClient: one test body over every transport (memory, stdio, HTTP)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from fastmcp import FastMCP
+
+from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.client._connect import Target, _UncheckedSession, transport_for
+from openenv_mcp.errors import (
+    ArgumentError,
+    InvalidAction,
+    ResetNeeded,
+    UnknownEpisode,
+    UnknownSnapshot,
+    UnsupportedOption,
+)
+from openenv_mcp.server import build_server
+from tests.servers import CLI, TRANSPORTS, http_server
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 90  # seconds any one test may take: a subprocess start is seconds on a busy box
+
+
+def memory_server(env: str, *options: str) -> FastMCP:
+    from openenv_mcp.cli import parse_env_options
+    from openenv_mcp.registry import get_env_class
+
+    cls = get_env_class(env)
+    return build_server(cls, **parse_env_options(cls, list(options)))
+
+
+def stdio_command(env: str, *options: str) -> list[str]:
+    return [*CLI, "serve", env, "--stdio", "--log-level", "WARNING", *options]
+
+
+@contextlib.contextmanager
+def serve_target(transport: str, env: str = "echo", *options: str) -> Iterator[Target]:
+    """A fresh server over ``transport``, as a target for MCPEnvClient."""
+    if transport == "memory":
+        yield memory_server(env, *options)
+    elif transport == "stdio":
+        yield stdio_command(env, *options)
+    else:
+        with http_server(env, *options) as url:
+            yield url
+
+
+def child_pids() -> set[int]:
+    """Live (not zombie) children of this process, from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_spec_and_spaces_before_reset(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport) as target:
+        async with MCPEnvClient(target) as env:
+            assert env.env_name == "echo" and env.episode_id is None
+            assert env.actions is None and env.spec.supports_snapshots
+            assert env.action_space.contains("any message, with spaces & ünïcode")
+            assert not env.action_space.contains(3)
+            assert env.observation_space.contains("")
+            assert {"reset", "step", "state", "history", "reward_rule"} <= set(env.tool_names)
+            with pytest.raises(UnsupportedOption, match="free-form"):
+                env.get_action_meanings()
+
+
+async def test_episode_flow(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport, "echo", "--max-steps", "3") as target:
+        async with MCPEnvClient(target) as env:
+            obs, info = await env.reset(seed=7, options={"greeting": "hi"})
+            assert obs == "hi" and info["step"] == 0 and info["status"] == "running"
+            eid = info["episode_id"]
+            assert eid == env.episode_id and eid.startswith("ep_")
+            assert isinstance(info["nonce"], int) and info["length"] == 2
+            obs, reward, terminated, truncated, info = await env.step("hello")
+            assert (obs, reward, terminated, truncated) == (
+                "hello",
+                pytest.approx(0.5),
+                False,
+                False,
+            )
+            assert type(reward) is float and info["episode_return"] == pytest.approx(0.5)
+            obs, info = await env.state()
+            assert obs == "hello" and info["step"] == 1
+            await env.step("abc")
+            *_, terminated, truncated, info = await env.step("xyz")
+            assert truncated and not terminated and info["status"] == "ended"
+            with pytest.raises(ResetNeeded, match="ended"):
+                await env.step("again")
+            obs, info = await env.reset()  # the same episode handle, a new episode
+            assert info["episode_id"] == eid and info["step"] == 0 and obs == ""
+            *_, terminated, truncated, _ = await env.step("bye")
+            assert terminated and not truncated
+
+
+async def test_typed_errors_with_the_servers_message(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport) as target:
+        async with MCPEnvClient(target) as env:
+            # order is enforced on the client, alike over every transport
+            with pytest.raises(ResetNeeded, match="reset"):
+                await env.step("x")
+            with pytest.raises(ResetNeeded):
+                await env.call("history")
+            await env.reset()
+            with pytest.raises(InvalidAction, match="got int 42"):
+                await env.step(42)
+            with pytest.raises(UnsupportedOption, match="Did you mean 'greeting'"):
+                await env.reset(options={"greting": "x"})
+            with pytest.raises(UnknownSnapshot):
+                await env.reset(from_snapshot="snap_nope")
+            with pytest.raises(ArgumentError, match="Did you mean 'history'"):
+                await env.call("histroy")
+            with pytest.raises(UnknownEpisode, match="ep_nope"):
+                await env.call("state", episode_id="ep_nope")
+            # nothing above broke the episode or the connection
+            _, _, _, _, info = await env.step("ok")
+            assert info["step"] == 1
+
+
+async def test_seeds_reproduce(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport) as target:
+        async with MCPEnvClient(target) as env:
+            runs = []
+            for seed in (3, 3, 4):
+                _, info = await env.reset(seed=seed)
+                nonces = [info["nonce"]]
+                for _ in range(3):
+                    nonces.append((await env.step("a"))[4]["nonce"])
+                runs.append(nonces)
+            assert runs[0] == runs[1] != runs[2]
+
+
+async def test_spawned_episodes_run_concurrently_and_fork_identically(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport) as target:
+        async with MCPEnvClient(target) as env:
+            await env.reset(seed=11, options={"greeting": "start"})
+            await env.step("one")
+            snapshot = await env.snapshot()
+            group = [env.spawn() for _ in range(4)]
+            returns: list[tuple[float, int]] = [(0.0, 0)] * len(group)
+
+            async def rollout(k: int) -> None:
+                obs, info = await group[k].reset(from_snapshot=snapshot)
+                assert obs == "one" and info["step"] == 1
+                _, _, _, _, info = await group[k].step("two")
+                returns[k] = (info["episode_return"], info["nonce"])
+
+            async with anyio.create_task_group() as tg:
+                for k in range(len(group)):
+                    tg.start_soon(rollout, k)
+            assert len(set(returns)) == 1 and returns[0][0] == pytest.approx(0.6)
+            assert len({c.episode_id for c in group} | {env.episode_id}) == 5
+            await env.release_snapshot(snapshot)
+            with pytest.raises(UnknownSnapshot):
+                await group[0].reset(from_snapshot=snapshot)
+            # closing a spawned client frees its episode, not the connection
+            gone = group[1].episode_id
+            await group[1].close()
+            with pytest.raises(UnknownEpisode):
+                await env.call("state", episode_id=gone)
+            assert (await env.step("still here"))[4]["step"] == 2
+
+
+async def test_env_tools(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport) as target:
+        async with MCPEnvClient(target) as env:
+            assert (await env.call("reward_rule"))["ends_on"] == "bye"  # static: no episode
+            await env.reset(options={"greeting": "g"})
+            await env.step("m")
+            assert (await env.call("history")) == {"messages": ["g", "m"]}
+
+
+async def test_render_returns_a_writable_frame(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport, "echo", "--frame") as target:
+        async with MCPEnvClient(target) as env:
+            assert env.spec.observation.has_frame
+            await env.reset(options={"greeting": "abc"})
+            frame = await env.render()
+            assert isinstance(frame, np.ndarray)
+            assert frame.shape == (16, 16, 3) and frame.dtype == np.uint8
+            frame += 1  # callers may scale frames in place
+    async with MCPEnvClient(memory_server("echo")) as env:
+        await env.reset()
+        assert await env.render() is None  # no frame, no call
+
+
+async def test_closing_the_owner_stops_its_stdio_server() -> None:
+    before = child_pids()
+    with anyio.fail_after(WAIT):
+        env = MCPEnvClient(stdio_command("echo"))
+        await env.connect()
+        started = child_pids() - before
+        assert len(started) == 1
+        await env.reset()
+        await env.close()
+        await env.close()  # idempotent
+    assert not (child_pids() & started)
+    with pytest.raises(ResetNeeded, match="closed"):
+        await env.step("x")
+
+
+async def test_a_command_string_is_split_like_a_shell() -> None:
+    command = " ".join([*CLI, "serve", "echo", "--max-steps", "'2'"])
+    with anyio.fail_after(WAIT):
+        async with MCPEnvClient(command) as env:
+            assert env.spec.config["max_steps"] == 2
+
+
+def test_the_target_decides_the_transport() -> None:
+    from fastmcp.client.transports import (
+        FastMCPTransport,
+        StdioTransport,
+        StreamableHttpTransport,
+    )
+
+    assert isinstance(transport_for(memory_server("echo")), FastMCPTransport)
+    assert isinstance(transport_for("https://example.org/mcp"), StreamableHttpTransport)
+    stdio = transport_for("openenv-mcp serve atari --game 'space invaders'")
+    assert isinstance(stdio, StdioTransport) and stdio.args[-1] == "space invaders"
+    assert isinstance(transport_for(["python", "-m", "x"]), StdioTransport)
+    with pytest.raises(ArgumentError, match="expected a FastMCP server"):
+        transport_for(42)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="empty"):
+        transport_for("  ")
+
+
+async def test_results_are_not_revalidated_unless_asked() -> None:
+    server = memory_server("echo")
+    async with MCPEnvClient(server) as fast, MCPEnvClient(server, check_results=True) as checked:
+        assert isinstance(fast._conn._client.session, _UncheckedSession)
+        assert not isinstance(checked._conn._client.session, _UncheckedSession)
+        for env in (fast, checked):
+            await env.reset(seed=1)
+            assert (await env.step("hi"))[1] == pytest.approx(0.2)
+
+
+async def test_png_frames_need_frame_observations() -> None:
+    with pytest.raises(ArgumentError, match="frames"):
+        MCPEnvClient(memory_server("echo"), frames="jpeg")  # type: ignore[arg-type]
+    async with MCPEnvClient(memory_server("echo"), frames="png") as env:
+        # text observations travel inline whatever the frames setting
+        assert (await env.reset(options={"greeting": "x"}))[0] == "x"
+
+
+async def test_a_server_that_is_not_an_environment_is_refused() -> None:
+    plain = FastMCP("plain")
+
+    @plain.tool
+    def hello() -> str:
+        return "hi"
+
+    with anyio.fail_after(WAIT), pytest.raises(ArgumentError, match="not an openenv-mcp"):
+        await MCPEnvClient(plain).connect()

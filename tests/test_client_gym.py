@@ -1,0 +1,135 @@
+"""The Gymnasium adapter: check_env for every registered env, rendering, determinism."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from openenv_mcp.client import MCPEnvClient, MCPGymEnv
+from openenv_mcp.client._spaces import JsonSpace
+from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, InvalidAction, ResetNeeded
+from openenv_mcp.registry import env_names, get_env_class
+from openenv_mcp.server import build_server
+from tests.test_client import memory_server, stdio_command
+
+#: Options that make each registered env quick to check (defaults otherwise).
+QUICK_OPTIONS: dict[str, dict[str, Any]] = {"atari": {"game": "pong"}}
+
+
+def registered() -> list[str]:
+    return env_names()
+
+
+def server_for(name: str, **options: Any) -> Any:
+    try:
+        get_env_class(name)
+    except DependencyNotInstalled as exc:
+        pytest.skip(f"{name} is not installed here: {exc}")
+    return build_server(name, **{**QUICK_OPTIONS.get(name, {}), **options})
+
+
+@pytest.mark.parametrize("name", registered())
+# Gymnasium's default CartPole has unbounded velocities, and check_env says so of
+# CartPole itself; the adapter only passes the bounds on.
+@pytest.mark.filterwarnings("ignore:.*Box observation space m.* is (-)?infinity")
+def test_check_env_passes_for_every_registered_env(name: str) -> None:
+    env = MCPGymEnv(server_for(name))
+    try:
+        # check_env also makes siblings from env.spec for each render mode
+        check_env(env)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("name", registered())
+def test_seeded_rollouts_repeat(name: str) -> None:
+    env = MCPGymEnv(server_for(name))
+    try:
+        runs = []
+        for _ in range(2):
+            env.action_space.seed(5)
+            obs, _ = env.reset(seed=123)
+            trace = [obs]
+            for _ in range(20):
+                obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+                trace += [obs, reward, terminated, truncated]
+                if terminated or truncated:
+                    obs, _ = env.reset()  # continues the seeded chain
+                    trace.append(obs)
+            runs.append(trace)
+        assert all(
+            np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+            for a, b in zip(*runs, strict=True)
+        )
+    finally:
+        env.close()
+
+
+def test_render_rgb_array_and_render_modes() -> None:
+    env = MCPGymEnv(memory_server("echo", "--frame"), render_mode="rgb_array")
+    try:
+        assert env.metadata["render_modes"] == ["rgb_array"]
+        env.reset(options={"greeting": "hi"})
+        frame = env.render()
+        assert isinstance(frame, np.ndarray) and frame.shape == (16, 16, 3)
+        check_env(env)
+    finally:
+        env.close()
+    with pytest.raises(ArgumentError, match="render_mode 'rgb_array' is not available"):
+        MCPGymEnv(memory_server("echo"), render_mode="rgb_array")
+
+
+def test_gymnasium_make_through_the_spec() -> None:
+    env = MCPGymEnv(memory_server("echo", "--max-steps", "2"))
+    try:
+        assert env.spec is not None and env.spec.id == "openenv_mcp/echo-v0"
+        made = gym.make(env.spec)  # wrapped by gymnasium: order enforcing, checker
+        try:
+            with pytest.raises(gym.error.ResetNeeded):
+                made.step("x")
+            made.reset(seed=1)
+            assert made.step("ab")[0] == "ab"
+            assert made.unwrapped.client.spec.config["max_steps"] == 2
+        finally:
+            made.close()
+    finally:
+        env.close()
+
+
+def test_adapter_faces_of_the_client() -> None:
+    env = MCPEnvClient(memory_server("echo")).as_gym()
+    try:
+        obs, info = env.reset(seed=2, options={"greeting": "x"})
+        assert obs == "x" and info["step"] == 0
+        snapshot = env.client.snapshot()
+        env.step("y")
+        obs, info = env.reset(options={"from_snapshot": snapshot})
+        assert (obs, info["step"]) == ("x", 0)
+        with pytest.raises(InvalidAction):
+            env.step(3)
+        assert env.client.call("history") == {"messages": ["x"]}
+    finally:
+        env.close()
+        env.close()  # idempotent, as check_env expects
+    with pytest.raises(ResetNeeded):
+        env.step("after close")
+
+
+def test_json_observations_get_an_honest_space() -> None:
+    space = JsonSpace()
+    assert space.contains({"a": [1, 2.5, None, "x", True]}) and not space.contains(object())
+    with pytest.raises(NotImplementedError):
+        space.sample()
+
+
+@pytest.mark.slow
+def test_the_adapter_over_stdio() -> None:
+    env = MCPGymEnv(stdio_command("echo", "--max-steps", "3"))
+    try:
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
