@@ -101,6 +101,13 @@ def serve(
     action_tools: Annotated[
         bool, typer.Option(help="One tool per discrete action (noop, fire, ...).")
     ] = True,
+    fast_lane: Annotated[
+        bool,
+        typer.Option(
+            help="Answer tool calls on the lean fast path (same bytes on the wire); "
+            "--no-fast-lane uses FastMCP's stock transports throughout.",
+        ),
+    ] = True,
     auth_token: Annotated[
         str | None,
         typer.Option(
@@ -129,6 +136,7 @@ def serve(
             idle_timeout=idle_timeout,
             call_timeout=call_timeout,
             action_tools=action_tools,
+            fast_lane=fast_lane,
         )
         server = build_server(env_cls, settings=settings, **options)
         if http:

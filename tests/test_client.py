@@ -235,11 +235,19 @@ def test_the_target_decides_the_transport() -> None:
         StreamableHttpTransport,
     )
 
+    from openenv_mcp.client._lean import LeanHttp, LeanStdio
+
     assert isinstance(transport_for(memory_server("echo")), FastMCPTransport)
-    assert isinstance(transport_for("https://example.org/mcp"), StreamableHttpTransport)
-    stdio = transport_for("openenv-mcp serve atari --game 'space invaders'")
+    # stepping goes over the lean transports by default ...
+    assert isinstance(transport_for("https://example.org/mcp"), LeanHttp)
+    lean = transport_for("openenv-mcp serve atari --game 'space invaders'")
+    assert isinstance(lean, LeanStdio) and lean.argv[-1] == "space invaders"
+    # ... and over the MCP SDK's where asked (check_results=True)
+    sdk_http = transport_for("https://example.org/mcp", lean=False)
+    assert isinstance(sdk_http, StreamableHttpTransport)
+    stdio = transport_for("openenv-mcp serve atari --game 'space invaders'", lean=False)
     assert isinstance(stdio, StdioTransport) and stdio.args[-1] == "space invaders"
-    assert isinstance(transport_for(["python", "-m", "x"]), StdioTransport)
+    assert isinstance(transport_for(["python", "-m", "x"], lean=False), StdioTransport)
     with pytest.raises(ArgumentError, match="expected a FastMCP server"):
         transport_for(42)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="empty"):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from typing import Any
 
 import anyio
 import pytest
@@ -259,3 +261,50 @@ async def test_step_batch(transport: str) -> None:
             assert "ArgumentError" in await call_error(client, "step_batch", steps=[])
             # the failed item's episode was not stepped
             assert (await call(client, "state", episode_id=ids[1]))["step"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_fast_lane_answers_like_the_standard_stack(transport: str) -> None:
+    """The same calls, with and without the fast lane, give the same wire results."""
+    from openenv_mcp.client._lean import LeanHttp, LeanStdio
+    from tests.servers import CLI, http_server
+
+    def normalise(result: dict) -> dict:
+        out = json.loads(json.dumps(result))
+        if out.get("structuredContent"):
+            out["structuredContent"]["episode_id"] = "ep"
+        for block in out["content"]:
+            if block["type"] == "text":
+                block["text"] = block["text"].split("episode ")[0]
+        return out
+
+    async def session(*flags: str) -> list[dict]:
+        if transport == "stdio":
+            lean: Any = LeanStdio(
+                [*CLI, "serve", "echo", "--stdio", *flags], dict(os.environ), None
+            )
+            await lean.connect()
+            return await calls(lean)
+        with http_server("echo", *flags) as url:
+            lean = LeanHttp(url)
+            await lean.connect()
+            return await calls(lean)
+
+    async def calls(lean: Any) -> list[dict]:
+        try:
+            first = await lean.request("tools/call", {"name": "reset", "arguments": {"seed": 4}})
+            eid = first["structuredContent"]["episode_id"]
+            results = [first]
+            for args in ({"action": "hey"}, {"action": 5}, {"bogus": 1}):
+                results.append(
+                    await lean.request(
+                        "tools/call", {"name": "step", "arguments": {**args, "episode_id": eid}}
+                    )
+                )
+            return [normalise(r) for r in results]
+        finally:
+            await lean.close()
+
+    with anyio.fail_after(120):
+        assert await session() == await session("--no-fast-lane")

@@ -82,6 +82,8 @@ class MCPEnvClient:
         server_log: where a stdio server's stderr goes (a path or an open
             file); by default it is kept in a temporary file and its tail is
             quoted in :class:`~openenv_mcp.errors.ServerDied`.
+        headers: extra HTTP headers, e.g. ``{"Authorization": "Bearer TOKEN"}``
+            for a server started with ``--auth-token``.
 
     Raises:
         ArgumentError: for a target of the wrong type.
@@ -96,6 +98,7 @@ class MCPEnvClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         check_results: bool = False,
         server_log: Path | TextIO | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         if frames not in ("raw", "png"):
             raise ArgumentError(f"frames must be 'raw' or 'png', got {frames!r}")
@@ -105,6 +108,7 @@ class MCPEnvClient:
             "connect_timeout": connect_timeout,
             "check_results": check_results,
             "server_log": server_log,
+            "headers": headers,
         }
         connection = Connection(
             target,
@@ -112,6 +116,7 @@ class MCPEnvClient:
             connect_timeout=connect_timeout,
             check_results=check_results,
             server_log=server_log,
+            headers=headers,
         )
         self._setup(connection, owner=True, options=options)
 

@@ -40,6 +40,7 @@ from fastmcp.client.transports.base import SessionKwargs, TransportOptions
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from openenv_mcp.client._lean import LeanHttp, LeanStdio, LeanTransport
 from openenv_mcp.client._spaces import ServerSpec
 from openenv_mcp.errors import (
     ArgumentError,
@@ -62,6 +63,7 @@ _TAIL_BYTES = 2000
 _CLOSE_TIMEOUT = 10.0
 # Failures of the link itself, as the transports raise them.
 _LINK_ERRORS = (
+    EOFError,  # asyncio.IncompleteReadError: a reply cut off mid-way
     anyio.ClosedResourceError,
     anyio.BrokenResourceError,
     anyio.EndOfStream,
@@ -93,16 +95,24 @@ def _command(target: str | Sequence[str]) -> list[str]:
     return argv
 
 
-def transport_for(target: Target, *, server_log: Path | TextIO | None = None) -> ClientTransport:
+def transport_for(
+    target: Target,
+    *,
+    server_log: Path | TextIO | None = None,
+    headers: dict[str, str] | None = None,
+    lean: bool = True,
+) -> ClientTransport | LeanTransport:
     """Pick the transport for ``target``: the one place this is decided.
 
     Args:
         target: a FastMCP server (in memory); an ``http://`` or ``https://`` URL
             (Streamable HTTP); a command as a string (split like a shell would)
             or a list of arguments (a stdio subprocess, stopped and reaped when
-            the connection closes); or a fastmcp ``ClientTransport``, used as is
-            (for custom headers or auth).
+            the connection closes); or a fastmcp ``ClientTransport``, used as is.
         server_log: where a stdio server's stderr goes.
+        headers: extra HTTP headers (``Authorization: Bearer ...``).
+        lean: use the lean stdio/HTTP transports (:mod:`._lean`) rather than
+            the MCP SDK's; both speak standard MCP.
 
     Raises:
         ArgumentError: for anything else, or an empty command.
@@ -112,11 +122,15 @@ def transport_for(target: Target, *, server_log: Path | TextIO | None = None) ->
     if isinstance(target, FastMCP):
         return FastMCPTransport(target)
     if isinstance(target, str) and target.startswith(("http://", "https://")):
-        return StreamableHttpTransport(target)
+        if lean:
+            return LeanHttp(target, headers)
+        return StreamableHttpTransport(target, headers=headers)
     if isinstance(target, str) or (
         isinstance(target, Sequence) and all(isinstance(a, str) for a in target)
     ):
         argv = _command(target)
+        if lean:
+            return LeanStdio(argv, dict(os.environ), server_log)
         return StdioTransport(
             command=argv[0],
             args=argv[1:],
@@ -202,6 +216,7 @@ class Connection:
         connect_timeout: float,
         check_results: bool = False,
         server_log: Path | TextIO | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         if timeout <= 0 or connect_timeout <= 0:
             raise ArgumentError(
@@ -222,15 +237,23 @@ class Connection:
                 )
                 server_log = self._log_capture
         self._server_log = server_log
-        transport = transport_for(target, server_log=server_log)
-        self._client = Client(
-            transport if check_results else _Unchecked(transport),
-            init_timeout=connect_timeout,
+        # The lean transports carry every step of a training loop; the SDK client
+        # serves in-memory servers, ready-made transports and check_results.
+        transport = transport_for(
+            target, server_log=server_log, headers=headers, lean=not check_results
+        )
+        self._client: Client[Any] | LeanTransport = (
+            transport
+            if isinstance(transport, LeanTransport)
+            else Client(
+                transport if check_results else _Unchecked(transport),
+                init_timeout=connect_timeout,
+            )
         )
         self.spec: ServerSpec | None = None
         self.tools: dict[str, mcp_types.Tool] = {}
         self._dead: ServerDied | None = None
-        self._session: ClientSession | None = None
+        self._session: ClientSession | LeanTransport | None = None
         self._opened = False
         self._closed = False
 
@@ -253,7 +276,10 @@ class Connection:
         self._opened = True
         try:
             with anyio.fail_after(self.connect_timeout):
-                await self._client.__aenter__()  # type: ignore[no-untyped-call]
+                if isinstance(self._client, LeanTransport):
+                    await self._client.connect()
+                else:
+                    await self._client.__aenter__()  # type: ignore[no-untyped-call]
                 spec_uri = await self._spec_uri()
                 contents = await self._client.read_resource(spec_uri)
                 text = next(
@@ -261,7 +287,11 @@ class Connection:
                 )
                 self.spec = ServerSpec.from_json(json.loads(text))
                 self.tools = {t.name: t for t in await self._client.list_tools()}
-                self._session = self._client.session
+                self._session = (
+                    self._client
+                    if isinstance(self._client, LeanTransport)
+                    else self._client.session
+                )
         except TimeoutError:
             error: OpenEnvError = ServerDied(
                 f"{self.description} did not start and answer within {self.connect_timeout:g}s"

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any
 
 from fastmcp import FastMCP
@@ -143,14 +144,20 @@ def _tool_args(tool: EnvTool) -> type[BaseModel]:
     return model
 
 
+#: The transport of the call being served, where the fast lane serves it.
+lane_transport: ContextVar[str | None] = ContextVar("openenv_lane_transport", default=None)
+
+
 def _multi_client() -> bool:
     """Whether this call came over a transport shared by many clients (HTTP)."""
-    from fastmcp.server.dependencies import get_context
+    transport = lane_transport.get()
+    if transport is None:
+        from fastmcp.server.dependencies import get_context
 
-    try:
-        transport = get_context().transport
-    except RuntimeError:
-        return False
+        try:
+            transport = get_context().transport
+        except RuntimeError:  # no request context: in memory, one client
+            return False
     return transport in ("streamable-http", "sse")
 
 

@@ -16,6 +16,7 @@ from openenv_mcp.errors import ArgumentError
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._http import http_run_options
+from openenv_mcp.server._lane import ToolLane
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._stdio import serve_stdio
 
@@ -122,14 +123,17 @@ async def serve(
         ArgumentError: an HTTP bind off loopback without ``auth_token``.
     """
     app = get_app(server)
-    http_options = http_run_options(host, auth_token) if transport == "http" else {}
+    http_options = {}
+    if transport == "http":
+        lane = ToolLane(server, app, "streamable-http") if app.settings.fast_lane else None
+        http_options = http_run_options(host, auth_token, lane)
     try:
         if transport == "stdio":
             async with anyio.create_task_group() as tg:
                 # SIGTERM/SIGINT end a stdio server like EOF does: episodes closed,
                 # exit status 0. (uvicorn handles them itself for HTTP.)
                 tg.start_soon(_stop_on_signal, tg.cancel_scope)
-                if app.settings.lean_stdio:
+                if app.settings.fast_lane:
                     await serve_stdio(server, app)
                 else:
                     await server.run_stdio_async(show_banner=False)

@@ -46,8 +46,9 @@ class ServerSettings(BaseModel):
         "(envs whose calls are short and bounded, like Atari, run inline: a thread hop "
         "costs more than an emulator step).",
     )
-    lean_stdio: bool = Field(
+    fast_lane: bool = Field(
         True,
-        description="Answer tool calls over stdio on a lean fast path (standard MCP on the "
-        "wire); False uses FastMCP's stock stdio transport.",
+        description="Answer calls of this server's tools on a lean fast path (stdio, and "
+        "sessionless HTTP requests), with the same bytes on the wire; False leaves every "
+        "request to FastMCP's stock transports.",
     )

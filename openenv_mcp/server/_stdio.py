@@ -32,7 +32,7 @@ from fastmcp import FastMCP
 from mcp.shared.message import SessionMessage
 
 from openenv_mcp.server._app import EnvApp
-from openenv_mcp.server._tools import ModelTool
+from openenv_mcp.server._lane import ToolLane, dumps
 
 __all__ = ["MAX_LINE", "serve_stdio"]
 
@@ -40,13 +40,7 @@ log = logging.getLogger("openenv_mcp.server")
 
 #: Longest request line accepted (bytes); longer ones get a JSON-RPC error.
 MAX_LINE = 16 * 1024 * 1024
-_MODERN_META = "io.modelcontextprotocol/protocolVersion"
-_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 _PARSE_ERROR = -32700
-
-
-def _dumps(message: dict[str, Any]) -> bytes:
-    return (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
 class _Wire:
@@ -99,16 +93,14 @@ class _Server:
     """One stdio connection: the fast lane plus FastMCP for everything else."""
 
     def __init__(self, server: FastMCP, app: EnvApp, writer: IO[bytes]) -> None:
-        self.server = server
-        self.tools: dict[str, ModelTool] = {t.name: t for t in app.tools()}
+        self.lane = ToolLane(server, app, "stdio")
         self.writer = writer
-        self.server_info = {"name": server.name, "version": str(server.version)}
         self.in_flight = 0
         self.idle = anyio.Event()
         self.idle.set()
 
     def write(self, message: dict[str, Any] | bytes) -> None:
-        data = message if isinstance(message, bytes) else _dumps(message)
+        data = message if isinstance(message, bytes) else dumps(message) + b"\n"
         try:
             self.writer.write(data)
         except (BrokenPipeError, ValueError):
@@ -116,29 +108,11 @@ class _Server:
 
     async def call_tool(self, request_id: Any, params: dict[str, Any]) -> None:
         try:
-            tool = self.tools[params["name"]]
-            wire = (await tool.reply(params.get("arguments"))).wire()
-            meta = params.get("_meta")
-            if isinstance(meta, dict) and _MODERN_META in meta:
-                # The 2026-07-28 envelope: every result names its server and kind.
-                wire["resultType"] = "complete"
-                wire["_meta"] = {**wire.get("_meta", {}), _SERVER_INFO: self.server_info}
-            self.write({"jsonrpc": "2.0", "id": request_id, "result": wire})
+            self.write(await self.lane.run(request_id, params))
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self.idle.set()
-
-    def fast_call(self, message: Any) -> tuple[Any, dict[str, Any]] | None:
-        """``(id, params)`` when ``message`` is a call of one of our tools."""
-        if not (isinstance(message, dict) and message.get("method") == "tools/call"):
-            return None
-        params = message.get("params")
-        if not (isinstance(params, dict) and params.get("name") in self.tools):
-            return None
-        if "id" not in message or not isinstance(params.get("arguments", {}), dict | None):
-            return None  # let the standard stack answer malformed calls
-        return message["id"], params
 
     async def pump_out(self, stream: Any) -> None:
         async for session_message in stream:
@@ -157,7 +131,7 @@ class _Server:
             except ValueError as exc:
                 self.write(self._parse_error(f"not JSON: {exc}"))
                 continue
-            fast = self.fast_call(message)
+            fast = self.lane.match(message)
             if fast is not None:
                 self.in_flight += 1
                 self.idle = anyio.Event()

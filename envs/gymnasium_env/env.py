@@ -1,0 +1,465 @@
+"""Any registered Gymnasium environment, served over MCP.
+
+``openenv-mcp serve gymnasium --id Blackjack-v1`` wraps ``gymnasium.make`` in
+the openenv-mcp contract:
+
+* ``Discrete`` actions become named actions (one MCP tool each), named from the
+  environment's documentation where it has any (``_known.py``), else from the
+  env's own ``get_action_meanings()``, else ``ACTION_0..``; every other action
+  space is a JSON schema (``_spaces.py``);
+* ``Box`` observations are arrays (compact raw form for trainers); all others
+  (``Discrete``, ``Tuple``, ``Dict``...) are sent as JSON, e.g. Blackjack's
+  ``[14, 10, 0]``; either way ``info["text"]`` reads the observation out in
+  words for a model ("player sum 14, dealer shows 10, usable ace: no");
+* ``render_mode="rgb_array"`` frames come back as PNG images;
+* seeds go straight to ``env.reset(seed=...)``; snapshots are deep copies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from openenv_mcp.environment import (
+    ActionSet,
+    Environment,
+    ObservationSpec,
+    StepResult,
+    reject_options,
+)
+from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, UnsupportedOption
+
+# Frames are drawn off screen (rgb_array); without this SDL looks for a display
+# and complains about XDG_RUNTIME_DIR on stderr. Users can still override it.
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+import gymnasium
+from gymnasium import spaces
+
+from gymnasium_env._known import known_for
+from gymnasium_env._spaces import parse_value, space_schema, to_json
+
+__all__ = ["GymnasiumConfig", "GymnasiumEnv", "parse_kwargs"]
+
+# gymnasium.make options that this wrapper sets itself or that would break the
+# one-episode-per-reset contract.
+_MANAGED = {
+    "render_mode": "frames are controlled by --render / --no-render",
+    "autoreset": "episodes end with terminated/truncated; call reset to start another",
+    "apply_api_compatibility": "only Gymnasium-API environments are supported",
+}
+# Namespaces whose environments register on import of a package.
+_NAMESPACE_MODULES = {"ALE": "ale_py"}
+# pygame draws toy_text and classic_control frames; its fonts and blits are
+# not known to be thread-safe, and episodes render on worker threads.
+_RENDER_LOCK = threading.Lock()
+_PYGAME_ENVS = ("gymnasium.envs.toy_text", "gymnasium.envs.classic_control", "gymnasium.envs.box2d")
+
+
+def _split_pairs(text: str) -> list[str]:
+    """Split ``a=1,b=[1,2],c="x,y"`` at top-level commas."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_kwargs(text: str) -> dict[str, Any]:
+    """Read ``gymnasium.make`` keyword arguments from a command line.
+
+    Two forms: a JSON object (``'{"map_name": "8x8", "is_slippery": false}'``)
+    or ``key=value`` pairs separated by commas (``map_name=8x8,is_slippery=false``),
+    where each value is read as JSON when it can be (``false``, ``3``, ``[1, 2]``)
+    and is a plain string otherwise.
+
+    Raises:
+        ValueError: saying which part could not be read and what was expected.
+    """
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"kwargs is not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
+        if not isinstance(value, dict):
+            raise ValueError(f"kwargs must be a JSON object, got {type(value).__name__}")
+        return value
+    result: dict[str, Any] = {}
+    for pair in _split_pairs(text):
+        key, eq, raw = pair.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            raise ValueError(
+                f"expected key=value pairs separated by commas (or a JSON object), got {pair!r}"
+            )
+        raw = raw.strip()
+        try:
+            result[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            result[key] = raw.strip("\"'") if raw[:1] in "\"'" else raw
+    return result
+
+
+class GymnasiumConfig(BaseModel):
+    """Options of the gymnasium environment (``openenv-mcp serve gymnasium --id ...``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(
+        "CartPole-v1",
+        min_length=1,
+        description="A registered Gymnasium id (Blackjack-v1, FrozenLake-v1, CartPole-v1, ...); "
+        "'module:Id' imports the module first to register its environments.",
+    )
+    kwargs: dict[str, Any] = Field(
+        {},
+        description="Keyword arguments for gymnasium.make: a JSON object "
+        "('{\"is_slippery\": false}') or key=value pairs (is_slippery=false,map_name=8x8).",
+    )
+    max_episode_steps: int | None = Field(
+        None, ge=1, description="Truncate episodes after this many steps (default: the id's own)."
+    )
+    render: bool = Field(
+        True,
+        description="Return the environment's rgb_array frame as a PNG image where it has one "
+        "(toy_text and classic_control draw with pygame).",
+    )
+
+    @field_validator("kwargs", mode="before")
+    @classmethod
+    def _read_kwargs(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return parse_kwargs(value)
+        return value
+
+    @field_validator("kwargs")
+    @classmethod
+    def _no_managed(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key, why in _MANAGED.items():
+            if key in value:
+                raise ValueError(f"{key!r} cannot be passed through kwargs: {why}")
+        return value
+
+
+def _make(config: GymnasiumConfig, render_mode: str | None) -> gymnasium.Env[Any, Any]:
+    """``gymnasium.make`` with its errors turned into ours."""
+    kwargs = dict(config.kwargs)
+    if render_mode is not None:  # some envs' constructors take no render_mode at all
+        kwargs["render_mode"] = render_mode
+    if config.max_episode_steps is not None:
+        kwargs["max_episode_steps"] = config.max_episode_steps
+    namespace = config.id.split("/", 1)[0] if "/" in config.id and ":" not in config.id else ""
+    if namespace in _NAMESPACE_MODULES and not any(
+        key.startswith(f"{namespace}/") for key in gymnasium.registry
+    ):
+        import importlib
+
+        # when missing, gymnasium's own "namespace not found" below says so
+        with contextlib.suppress(ImportError):
+            gymnasium.register_envs(importlib.import_module(_NAMESPACE_MODULES[namespace]))
+    try:
+        return gymnasium.make(config.id, **kwargs)
+    except gymnasium.error.DependencyNotInstalled as exc:
+        raise DependencyNotInstalled(f"gymnasium {config.id}: {exc}") from None
+    except gymnasium.error.Error as exc:
+        raise ArgumentError(f"gymnasium id {config.id!r}: {exc}") from None
+    except ImportError as exc:
+        raise DependencyNotInstalled(f"gymnasium {config.id}: {exc}") from None
+    except TypeError as exc:
+        raise ArgumentError(f"gymnasium {config.id}: bad kwargs {config.kwargs}: {exc}") from None
+
+
+_MODES: dict[str, list[str]] = {}
+_PYGAME_MISSING: dict[str, bool] = {}
+
+
+def _render_modes(config: GymnasiumConfig) -> list[str]:
+    """The render modes of ``config``'s environment (made once per process to look)."""
+    key = json.dumps([config.id, config.kwargs], sort_keys=True, default=str)
+    if key not in _MODES:
+        probe = _make(config, None)
+        try:
+            _MODES[key] = list(probe.metadata.get("render_modes") or [])
+            if type(probe.unwrapped).__module__.startswith(_PYGAME_ENVS):
+                import importlib.util
+
+                _PYGAME_MISSING[config.id] = importlib.util.find_spec("pygame") is None
+        finally:
+            probe.close()
+    return _MODES[key]
+
+
+def _render_objects(env: Any) -> dict[str, Any]:
+    """Attributes of ``env`` holding pygame objects (screens, clocks, sprite lists)."""
+
+    def is_pygame(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return any(is_pygame(v) for v in value)
+        if isinstance(value, dict):
+            return any(is_pygame(v) for v in value.values())
+        return type(value).__module__.startswith("pygame")
+
+    return {k: v for k, v in vars(env).items() if is_pygame(v)}
+
+
+class GymnasiumEnv(Environment):
+    """A Gymnasium environment (``gymnasium.make(id, **kwargs)``) behind the MCP contract."""
+
+    name: ClassVar[str] = "gymnasium"
+    description: ClassVar[str] = (
+        "Any registered Gymnasium environment (--id Blackjack-v1, CartPole-v1, FrozenLake-v1, "
+        "...): named discrete actions, observations in words, rgb_array frames as images."
+    )
+    Config: ClassVar[type[BaseModel]] = GymnasiumConfig
+    supports_snapshots: ClassVar[bool] = True
+
+    def __init__(self, config: BaseModel) -> None:
+        super().__init__(config)
+        assert isinstance(config, GymnasiumConfig)
+        self.cfg = config
+        self._frames = config.render and "rgb_array" in _render_modes(config)
+        if self._frames and _PYGAME_MISSING.get(config.id):
+            raise DependencyNotInstalled(
+                f"{config.id} draws its frames with pygame, which is not installed: "
+                "pip install pygame (or serve without frames: --no-render)"
+            )
+        self._env = _make(config, "rgb_array" if self._frames else None)
+        unwrapped = self._env.unwrapped
+        # Render attributes as a fresh env has them (None) or lacks them: how
+        # snapshots and close() leave pygame objects behind (see _detach).
+        self._pristine = {k: v for k, v in vars(unwrapped).items() if v is None}
+        self._known = known_for(unwrapped)
+        self._actions = self._action_set()
+        self._observation: Any = None
+        self._started = False
+
+    # -- description -------------------------------------------------------------------
+
+    def _action_set(self) -> ActionSet | None:
+        space = self._env.action_space
+        if not isinstance(space, spaces.Discrete):
+            return None
+        n = int(space.n)
+        if len(self._known.actions) == n:
+            names = [name for name, _ in self._known.actions]
+            return ActionSet.from_names(names, dict(self._known.actions))
+        meanings = getattr(self._env.unwrapped, "get_action_meanings", None)
+        if callable(meanings):
+            found = [str(m) for m in meanings()]
+            if len(found) == n and len(set(found)) == n:
+                return ActionSet.from_names(found)
+        start = int(space.start)
+        return ActionSet.from_names(
+            [f"ACTION_{i}" for i in range(n)],
+            {f"ACTION_{i}": f"gymnasium action {start + i}" for i in range(n)} if start else None,
+        )
+
+    @property
+    def title(self) -> str:
+        return f"Gymnasium {self.cfg.id}"
+
+    @property
+    def gymnasium_env(self) -> gymnasium.Env[Any, Any]:
+        """The wrapped ``gymnasium.Env`` (as ``gymnasium.make`` returned it)."""
+        return self._env
+
+    @property
+    def action_set(self) -> ActionSet | None:
+        return self._actions
+
+    def action_schema(self) -> dict[str, Any]:
+        if self._actions is not None:
+            return self._actions.json_schema()
+        return space_schema(self._env.action_space)
+
+    def parse_action(self, action: Any) -> Any:
+        if self._actions is not None:
+            index = self._actions.resolve(action)
+            space = self._env.action_space
+            assert isinstance(space, spaces.Discrete)
+            return np.int64(int(space.start) + index)
+        return parse_value(self._env.action_space, action, "action: ")
+
+    def _is_array(self) -> bool:
+        return isinstance(
+            self._env.observation_space, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
+        )
+
+    @property
+    def observation_spec(self) -> ObservationSpec:
+        space = self._env.observation_space
+        text = f"{space}" + (f": {self._known.observation}" if self._known.observation else "")
+        text += ". info.text says it in words."
+        if self._is_array():
+            low = high = None
+            if isinstance(space, spaces.Box):
+                low = _finite(space.low)
+                high = _finite(space.high)
+            return ObservationSpec(
+                kind="array",
+                shape=tuple(int(s) for s in space.shape or ()),
+                dtype=str(np.dtype(space.dtype)),
+                low=low,
+                high=high,
+                has_frame=self._frames,
+                description=text,
+            )
+        return ObservationSpec(kind="json", has_frame=self._frames, description=text)
+
+    def info_schema(self) -> dict[str, Any]:
+        return {"text": {"type": "string", "description": "The observation in words."}}
+
+    def reset_options_schema(self) -> dict[str, Any]:
+        return dict(self._known.reset_options)
+
+    def metadata(self) -> dict[str, Any]:
+        spec = self._env.spec
+        return {
+            "config": self.cfg.model_dump(mode="json"),
+            "gymnasium_version": gymnasium.__version__,
+            "entry_point": str(spec.entry_point) if spec else None,
+            "max_episode_steps": spec.max_episode_steps if spec else None,
+            "observation_space": str(self._env.observation_space),
+            "action_space": str(self._env.action_space),
+            "render_modes": list(self._env.metadata.get("render_modes") or []),
+        }
+
+    # -- the episode -------------------------------------------------------------------
+
+    def describe(self, observation: Any) -> str:
+        """The observation in words, as ``info["text"]`` carries it."""
+        if self._known.describe is not None:
+            try:
+                return self._known.describe(observation, self._env.unwrapped)
+            except Exception:  # a describer must never break a step: fall back
+                pass
+        return _generic_text(self._env.observation_space, observation)
+
+    def _wire(self, observation: Any) -> Any:
+        if self._is_array():
+            return np.asarray(observation)
+        return to_json(observation)
+
+    def _info(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        data = to_json(info)
+        assert isinstance(data, dict)
+        data.pop("text", None)
+        return {"text": self.describe(observation), **data}
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        reject_options(self.name, options, list(self._known.reset_options))
+        observation, info = self._env.reset(seed=seed, options=options or None)
+        self._observation, self._started = observation, True
+        return self._wire(observation), self._info(observation, info)
+
+    def step(self, action: Any) -> StepResult:
+        observation, reward, terminated, truncated, info = self._env.step(action)
+        self._observation = observation
+        return StepResult(
+            observation=self._wire(observation),
+            reward=float(reward),
+            terminated=bool(terminated),
+            truncated=bool(truncated),
+            info=self._info(observation, info),
+        )
+
+    def state(self) -> dict[str, Any]:
+        return {"text": self.describe(self._observation)} if self._started else {}
+
+    def render(self) -> np.ndarray | None:
+        if not self._frames or not self._started:
+            return None
+        with _RENDER_LOCK:
+            frame = self._env.render()
+        if not isinstance(frame, np.ndarray):
+            return None
+        return np.ascontiguousarray(frame, dtype=np.uint8)
+
+    def _detach(self, env: Any, keys: Iterable[str]) -> None:
+        """Leave attributes ``keys`` of ``env`` as a fresh env has them (``None``) or lacks them."""
+        for key in keys:
+            if key in self._pristine:
+                setattr(env, key, self._pristine[key])
+            else:
+                delattr(env, key)
+
+    def close(self) -> None:
+        # Some envs' close() calls pygame.quit(), which would pull the display
+        # from under every other episode in this process; off-screen surfaces
+        # need no quit, so detach them first.
+        with _RENDER_LOCK:
+            unwrapped = self._env.unwrapped
+            self._detach(unwrapped, _render_objects(unwrapped))
+            self._env.close()
+
+    # -- snapshots ---------------------------------------------------------------------
+
+    def _copy(self, env: gymnasium.Env[Any, Any]) -> gymnasium.Env[Any, Any]:
+        unwrapped = env.unwrapped
+        # pygame surfaces cannot be copied; the copy redraws them on first render.
+        drawn = _render_objects(unwrapped)
+        memo: dict[int, Any] = {id(v): None for v in drawn.values()}
+        try:
+            with _RENDER_LOCK:
+                copied = copy.deepcopy(env, memo)
+        except Exception as exc:
+            raise UnsupportedOption(
+                f"{self.cfg.id} cannot be snapshotted (its state does not copy: {exc})"
+            ) from None
+        self._detach(copied.unwrapped, drawn)
+        return copied
+
+    def snapshot(self) -> Any:
+        return (self._copy(self._env), self._observation, self._started)
+
+    def restore(self, snapshot: Any) -> None:
+        env, observation, started = snapshot
+        self.close()
+        self._env = self._copy(env)
+        self._observation, self._started = observation, started
+
+
+def _finite(array: np.ndarray) -> float | None:
+    flat = np.asarray(array, dtype=np.float64).ravel()
+    if flat.size and np.all(flat == flat[0]) and np.isfinite(flat[0]):
+        return float(flat[0])
+    return None
+
+
+def _generic_text(space: spaces.Space[Any], observation: Any) -> str:
+    """Words for an observation of an environment without a describer."""
+    if isinstance(space, spaces.Discrete):
+        return f"state {int(observation)}"
+    if isinstance(observation, np.ndarray):
+        if observation.size <= 16:
+            values = ", ".join(f"{float(v):.4g}" for v in observation.ravel())
+            return f"observation [{values}]"
+        shape = "x".join(str(s) for s in observation.shape)
+        return f"observation: a {shape} {observation.dtype} array"
+    return f"observation {json.dumps(to_json(observation))}"
