@@ -29,6 +29,7 @@ __all__ = [
     "encode_raw",
     "is_raw",
     "png_from_b64",
+    "to_jsonable",
 ]
 
 PNG_MIME = "image/png"
@@ -96,3 +97,23 @@ def b64_text(data: bytes) -> str:
 def png_from_b64(text: str) -> np.ndarray:
     """Decode base64 PNG text (``ImageContent.data``) to an array."""
     return decode_png(b64decode(text))
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-able form of an observation or info value.
+
+    numpy arrays and scalars become lists and numbers, tuples become lists,
+    mapping keys become strings; anything else JSON cannot hold becomes its
+    ``repr``, so an environment's odd info value can never break a reply.
+    """
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)

@@ -21,10 +21,11 @@ from typer.testing import CliRunner
 
 from gymnasium_env import GymnasiumConfig, GymnasiumEnv, parse_kwargs
 from gymnasium_env import env as env_module
-from gymnasium_env._spaces import parse_value, space_schema, to_json
+from gymnasium_env._spaces import parse_value, space_schema
 from openenv_mcp.cli import app, parse_env_options
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.codecs import png_from_b64
+from openenv_mcp.codecs import to_jsonable as to_json
 from openenv_mcp.errors import (
     ArgumentError,
     DependencyNotInstalled,

@@ -16,7 +16,7 @@ from gymnasium import spaces
 
 from openenv_mcp.errors import InvalidAction
 
-__all__ = ["parse_value", "space_schema", "to_json"]
+__all__ = ["parse_value", "space_schema"]
 
 
 def _bound(value: float) -> float | None:
@@ -199,18 +199,3 @@ def parse_value(space: spaces.Space[Any], value: Any, where: str = "") -> Any:
     if not space.contains(parsed):
         raise InvalidAction(f"{where}{value!r} is not in {space}")
     return parsed
-
-
-def to_json(value: Any) -> Any:
-    """A JSON-able form of an observation or info value (numbers, lists, dicts)."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)

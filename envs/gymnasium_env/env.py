@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.environment import (
     ActionSet,
     Environment,
@@ -45,7 +46,7 @@ import gymnasium
 from gymnasium import spaces
 
 from gymnasium_env._known import known_for
-from gymnasium_env._spaces import parse_value, space_schema, to_json
+from gymnasium_env._spaces import parse_value, space_schema
 
 __all__ = ["GymnasiumConfig", "GymnasiumEnv", "parse_kwargs"]
 
@@ -362,10 +363,10 @@ class GymnasiumEnv(Environment):
     def _wire(self, observation: Any) -> Any:
         if self._is_array():
             return np.asarray(observation)
-        return to_json(observation)
+        return to_jsonable(observation)
 
     def _info(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        data = to_json(info)
+        data = to_jsonable(info)
         assert isinstance(data, dict)
         data.pop("text", None)
         return {"text": self.describe(observation), **data}
@@ -462,4 +463,4 @@ def _generic_text(space: spaces.Space[Any], observation: Any) -> str:
             return f"observation [{values}]"
         shape = "x".join(str(s) for s in observation.shape)
         return f"observation: a {shape} {observation.dtype} array"
-    return f"observation {json.dumps(to_json(observation))}"
+    return f"observation {json.dumps(to_jsonable(observation))}"

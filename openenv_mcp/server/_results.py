@@ -15,7 +15,7 @@ import numpy as np
 from fastmcp.tools.base import ToolResult
 from mcp_types import ImageContent, TextContent
 
-from openenv_mcp.codecs import PNG_MIME, b64_text, encode_png, encode_raw
+from openenv_mcp.codecs import PNG_MIME, b64_text, encode_png, encode_raw, to_jsonable
 from openenv_mcp.environment import Environment, ObservationSpec
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.server._episodes import Episode
@@ -47,18 +47,6 @@ class Observed:
     observation: Any  # JSON-able, or a raw-array dict, or None when not sent
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
-
-
 def observe(env: Environment, observation: Any, frames: Frames) -> Observed:
     """Render and encode what a call asked for. Runs with the episode lock held."""
     spec = env.observation_spec
@@ -67,7 +55,7 @@ def observe(env: Environment, observation: Any, frames: Frames) -> Observed:
         frame = env.render()
         png = encode_png(frame) if frame is not None else None
     if spec.kind != "array":
-        return Observed(png, _jsonable(observation))
+        return Observed(png, to_jsonable(observation))
     if frames in ("raw", "both"):
         return Observed(png, encode_raw(np.asarray(observation)))
     return Observed(png, None)
@@ -154,7 +142,7 @@ def episode_view(episode: Episode, observed: Observed) -> dict[str, Any]:
         "episode_return": episode.episode_return,
         "terminated": episode.terminated,
         "truncated": episode.truncated,
-        "info": _jsonable(episode.info),
+        "info": to_jsonable(episode.info),
     }
     if observed.observation is not None:
         view["observation"] = observed.observation
