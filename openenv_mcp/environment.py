@@ -332,6 +332,14 @@ class Environment(ABC):
         """JSON-able fields describing the current state (beyond the observation)."""
         return {}
 
+    def observation_text(self, observation: Any) -> str | None:
+        """The observation in words, for the one-line text a model reads.
+
+        ``None`` (the default) shows a text or JSON observation as it is and an
+        array observation not at all (its frame is the image).
+        """
+        return None
+
     def render(self) -> np.ndarray | None:
         """The current frame as an ``HxWx3`` uint8 array, or ``None`` without one."""
         return None

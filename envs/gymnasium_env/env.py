@@ -351,6 +351,9 @@ class GymnasiumEnv(Environment):
 
     # -- the episode -------------------------------------------------------------------
 
+    def observation_text(self, observation: Any) -> str:
+        return self.describe(observation)
+
     def describe(self, observation: Any) -> str:
         """The observation in words, as ``info["text"]`` carries it."""
         if self._known.describe is not None:

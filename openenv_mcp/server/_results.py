@@ -67,15 +67,16 @@ def _summary(episode: Episode, env: Environment, headline: str) -> str:
         f"return {episode.episode_return:g}"
     ]
     for key, value in episode.info.items():
-        if isinstance(value, (bool, int, float, str)) and len(parts) < 6:
+        if isinstance(value, (bool, int, float)) and len(parts) < 6:
             parts.append(f"{key} {value}")
     if episode.status == "ended":
         why = "terminated" if episode.terminated else "truncated"
         parts.append(f"episode ended ({why}); call reset to play again")
-    spec = env.observation_spec
-    if spec.kind != "array":
+    text = env.observation_text(episode.observation)
+    if text is None and env.observation_spec.kind != "array":
         text = repr(episode.observation)
-        parts.append(f"observation {text if len(text) <= 200 else text[:197] + '...'}")
+    if text is not None:
+        parts.append(f"observation: {text if len(text) <= 300 else text[:297] + '...'}")
     return "; ".join(parts)
 
 
