@@ -16,7 +16,7 @@ import anyio
 import typer
 
 from openenv_mcp.environment import Environment
-from openenv_mcp.errors import ArgumentError, OpenEnvError, did_you_mean
+from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, did_you_mean
 from openenv_mcp.registry import env_names, get_env_class, get_spec
 
 app = typer.Typer(
@@ -220,6 +220,68 @@ def describe(
     for tool in tools:
         params = ", ".join(tool.parameters.get("properties", {}))
         typer.echo(f"  {tool.name}({params})\n      {tool.description}")
+
+
+@app.command(context_settings=_EXTRA)
+def bench(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Environment name (see `openenv-mcp list`).")],
+    transport: Annotated[
+        Literal["memory", "stdio", "http"],
+        typer.Option(help="Where the MCP side's server runs."),
+    ] = "stdio",
+    frames: Annotated[
+        Literal["png", "raw", "none"],
+        typer.Option(
+            help="Observations over MCP: png (decoded to arrays), raw arrays, or none sent."
+        ),
+    ] = "raw",
+    batch: Annotated[
+        int, typer.Option(help="Episodes stepped together (one step_batch call per step).")
+    ] = 1,
+    steps: Annotated[int, typer.Option(help="Environment steps per side per repeat.")] = 500,
+    repeats: Annotated[int, typer.Option(help="Timed repeats per side (medians).")] = 5,
+    warmup: Annotated[int, typer.Option(help="Untimed calls per side first.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seeds the episodes and the random actions.")] = 0,
+    live_episodes: Annotated[
+        int,
+        typer.Option(
+            help="Instead: open N episodes on one server, report its memory, step each once."
+        ),
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
+
+    Environment options follow, e.g. `bench atari --game breakout`. Progress goes to stderr.
+    """
+    from openenv_mcp.bench import BenchConfig, BenchResult, LiveResult, run_bench, run_live
+
+    _load(env)
+    config = BenchConfig(
+        env=env,
+        env_args=tuple(ctx.args),
+        transport=transport,
+        frames=frames,
+        batch=batch,
+        steps=steps,
+        repeats=repeats,
+        warmup=warmup,
+        seed=seed,
+    )
+
+    def progress(message: str) -> None:
+        typer.echo(message, err=True)
+
+    try:
+        result: BenchResult | LiveResult = (
+            run_live(config, live_episodes, progress)
+            if live_episodes
+            else run_bench(config, progress)
+        )
+    except OpenEnvError as exc:
+        raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
+    typer.echo(json.dumps(result.as_dict()) if as_json else result.table())
 
 
 def main() -> None:

@@ -51,6 +51,12 @@ class Action(BaseModel):
     meaning: str = ""
 
 
+def _brief(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut short: an error names what came without echoing megabytes."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} chars)"
+
+
 def _snake(name: str) -> str:
     """``"UPRIGHTFIRE"`` -> ``"up_right_fire"``; ``"Stick"`` -> ``"stick"``."""
     words = re.findall(r"UP|DOWN|LEFT|RIGHT|FIRE|NOOP|[A-Z]?[a-z0-9]+|[A-Z]+", name)
@@ -132,12 +138,16 @@ class ActionSet:
             key = action.strip().upper()
             if key in self._by_name:
                 return self._by_name[key]
-            if key.lstrip("-").isdigit():
+            # ASCII digits only, and few: str.isdigit accepts "²", which int()
+            # refuses, and int() refuses strings of over 4300 digits.
+            if re.fullmatch(r"-?[0-9]{1,18}", key):
                 return self.resolve(int(key))
             hint = did_you_mean(key, self._by_name)
-            raise InvalidAction(f"action {action!r} is not legal.{hint} Legal: {self.describe()}")
+            raise InvalidAction(
+                f"action {_brief(action)} is not legal.{hint} Legal: {self.describe()}"
+            )
         raise InvalidAction(
-            f"expected an action index or name, got {type(action).__name__} {action!r}; "
+            f"expected an action index or name, got {type(action).__name__} {_brief(action)}; "
             f"legal: {self.describe()}"
         )
 

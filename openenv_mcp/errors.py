@@ -29,6 +29,7 @@ __all__ = [
     "UnknownEnv",
     "UnknownEpisode",
     "UnknownSnapshot",
+    "UnknownTool",
     "UnsupportedOption",
     "did_you_mean",
     "error_from_wire",
@@ -50,6 +51,10 @@ class ArgumentError(OpenEnvError, ValueError):
 
 class InvalidAction(ArgumentError):
     """The action is not one of the environment's legal actions."""
+
+
+class UnknownTool(ArgumentError):
+    """The server has no tool of this name (it serves another environment?)."""
 
 
 class UnsupportedOption(ArgumentError):

@@ -10,8 +10,9 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 from fastmcp import Client
@@ -34,28 +35,53 @@ def serve_args(env: str, *options: str) -> list[str]:
     return [*CLI, "serve", env, *options]
 
 
-@contextlib.contextmanager
-def http_server(env: str, *options: str, timeout: float = 60.0) -> Iterator[str]:
-    """Run ``openenv-mcp serve ENV --http`` on a free loopback port; yield its URL."""
+def start_http(
+    env: str, *options: str, command: Sequence[str] | None = None, timeout: float = 60.0
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``openenv-mcp serve ENV --http`` on a free loopback port; return it and its URL.
+
+    ``command`` replaces the ``openenv-mcp serve ENV`` part (e.g. a launcher that
+    registers a test-only env first). The caller stops it (:func:`stop`).
+    """
     port = free_port()
-    proc = subprocess.Popen(
-        serve_args(env, "--http", "--port", str(port), "--log-level", "WARNING", *options),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-    )
+    argv = [*(command or serve_args(env)), "--http", "--port", str(port)]
+    # A file, not a pipe: a server logging under load must never block on a full pipe.
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [*argv, "--log-level", "WARNING", *options],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd=ROOT,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"server exited early: {log.read().decode()[-2000:]}")
+                with (
+                    contextlib.suppress(OSError),
+                    socket.create_connection(("127.0.0.1", port), 0.2),
+                ):
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"HTTP server did not listen within {timeout}s")
+                time.sleep(0.05)
+        except BaseException:
+            stop(proc)
+            raise
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def http_server(
+    env: str, *options: str, command: Sequence[str] | None = None, timeout: float = 60.0
+) -> Iterator[str]:
+    """Run ``openenv-mcp serve ENV --http`` on a free loopback port; yield its URL."""
+    proc, url = start_http(env, *options, command=command, timeout=timeout)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited early: {proc.stderr.read().decode()[-2000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"HTTP server did not listen within {timeout}s")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield url
     finally:
         stop(proc)
 

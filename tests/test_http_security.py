@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import urllib.error
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from openenv_mcp.cli import app
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._http import http_run_options
+from tests.figures import record_figure
 from tests.servers import http_server
 
 pytestmark = pytest.mark.slow
@@ -91,3 +93,85 @@ def test_non_loopback_bind_needs_a_token() -> None:
     assert http_run_options("0.0.0.0", "t")["allowed_hosts"][-1] == "0.0.0.0"
     result = CliRunner().invoke(app, ["serve", "echo", "--http", "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "needs a bearer token" in result.output
+
+
+def sessionless_call(tool: str) -> tuple[dict[str, str], bytes]:
+    """Headers and body of a 2026-07-28 tools/call: the kind the HTTP fast lane answers."""
+    from mcp_types.version import LATEST_MODERN_VERSION
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": LATEST_MODERN_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {}, "_meta": meta},
+    }
+    headers = {
+        "mcp-protocol-version": LATEST_MODERN_VERSION,
+        "mcp-method": "tools/call",
+        "mcp-name": tool,
+    }
+    return headers, json.dumps(body).encode()
+
+
+def post_chunked(url: str, headers: dict[str, str], size: int) -> tuple[int, str]:
+    """POST ``size`` bytes as a chunked body (no Content-Length to check up front)."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        conn.putrequest("POST", parts.path)
+        for name, value in {"content-type": "application/json", **headers}.items():
+            conn.putheader(name, value)
+        conn.putheader("transfer-encoding", "chunked")
+        conn.endheaders()
+        chunk = b" " * (1 << 20)
+        with contextlib.suppress(OSError):  # the server may answer and close mid-body
+            for _ in range(size // len(chunk)):
+                conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            conn.send(b"0\r\n\r\n")
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_oversized_chunked_body_is_refused() -> None:
+    """No Content-Length: refused with 413 once the body passes the limit; serving goes on."""
+    with http_server("echo") as url:
+        status, body = post_chunked(url, {}, 18 * 1024 * 1024)
+        assert status == 413 and "the limit is" in body
+        assert post(url, {})[0] == 200
+
+
+def test_each_attack_is_rejected() -> None:
+    """Every guard holds for the calls the fast lane answers too; the figures are reported."""
+    token = {"Authorization": "Bearer s3cret"}
+    with http_server("echo", "--auth-token", "s3cret") as url:
+        lane, call = sessionless_call("reset")
+        attacks = {
+            "wrong Host": {**token, "Host": "evil.example"},
+            "wrong Origin": {**token, "Origin": "http://evil.example"},
+            "missing token": {},
+            "wrong token": {"Authorization": "Bearer guess"},
+        }
+        seen = {}
+        for name, headers in attacks.items():
+            for kind, extra, body in (("initialize", {}, None), ("tools/call", lane, call)):
+                status, text = post(url, {**extra, **headers}, body)
+                assert 400 <= status < 500, (name, kind, status, text)
+                assert "episode_id" not in text  # the call did not run
+                seen[f"{name} ({kind})"] = status
+        status, text = post(url, {**lane, **token}, call)
+        assert status == 200 and '"isError":false' in text  # the right ones are accepted
+        status, _ = post_chunked(url, token, 18 * 1024 * 1024)
+        seen["18 MB chunked body"] = status
+        assert status == 413
+    record_figure(
+        "http: each attack rejected: "
+        + ", ".join(f"{name} {status}" for name, status in seen.items())
+        + "; the right Host, Origin and token accepted (200)"
+    )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import subprocess
 import time
 import urllib.parse
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import mcp_types
+import orjson
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
@@ -86,7 +86,7 @@ class LeanTransport:
             "method": method,
             "params": {**(params or {}), "_meta": _META},
         }
-        return request_id, json.dumps(body, separators=(",", ":")).encode()
+        return request_id, orjson.dumps(body)
 
     @staticmethod
     def _result(message: dict[str, Any]) -> dict[str, Any]:
@@ -178,7 +178,7 @@ class LeanStdio(LeanTransport):
         stdout = self.proc.stdout
         try:
             while line := await stdout.readline():
-                message = json.loads(line)
+                message = orjson.loads(line)
                 if "id" in message and "method" not in message:
                     future = self._pending.get(message["id"])
                     if future is not None and not future.done():
@@ -189,7 +189,7 @@ class LeanStdio(LeanTransport):
                         reply["result"] = {}
                     else:
                         reply["error"] = {"code": -32601, "message": "not supported"}
-                    self._write(json.dumps(reply).encode())
+                    self._write(orjson.dumps(reply))
             raise ConnectionError("the server closed its stdout (exited?)")
         except BaseException as exc:
             self._lost = exc if isinstance(exc, Exception) else ConnectionError(repr(exc))
@@ -355,8 +355,8 @@ def _http_message(headers: dict[str, str], payload: bytes, request_id: int) -> d
                 line[5:].lstrip() for line in event.splitlines() if line.startswith("data:")
             )
             if data:
-                message = json.loads(data)
+                message = orjson.loads(data)
                 if message.get("id") == request_id:
                     return dict(message)
         raise ConnectionError(f"no reply to request {request_id} in the event stream")
-    return dict(json.loads(payload))
+    return dict(orjson.loads(payload))

@@ -26,13 +26,14 @@ from openenv_mcp.server._results import (
     episode_output_schema,
     episode_result,
     episode_view,
+    error_text,
     image_block,
     json_reply,
     observe,
     text_block,
 )
 from openenv_mcp.server._settings import Frames, ServerSettings
-from openenv_mcp.server._tools import ModelTool
+from openenv_mcp.server._tools import ModelTool, UnknownToolErrors
 
 __all__ = ["EnvApp"]
 
@@ -313,7 +314,9 @@ class EnvApp:
                 return outcomes
 
             try:
-                outcomes = await self.episodes.run_blocking(work)
+                outcomes = await self.episodes.run_blocking(
+                    work, episodes=[episode for _, episode, _ in plan]
+                )
             except TimeoutError as exc:
                 outcomes = [exc] * len(plan)
             views: dict[int, dict[str, Any]] = {}
@@ -329,9 +332,7 @@ class EnvApp:
                     views[index]["image"] = len(images)
                     images.append(image_block(observed.png))
         results = [
-            views[i]
-            if i in views
-            else {"episode_id": ids[i], "error": f"{errors[i].code}: {errors[i]}"}
+            views[i] if i in views else {"episode_id": ids[i], "error": error_text(errors[i])}
             for i in range(len(items))
         ]
         ended = sum(1 for v in views.values() if v["status"] == "ended")
@@ -340,7 +341,7 @@ class EnvApp:
         )
         if errors:
             first = min(errors)
-            text += f"; first error, episode {ids[first]}: {errors[first].code}: {errors[first]}"
+            text += f"; first error, episode {ids[first]}: {error_text(errors[first])}"
         return Reply([text_block(text), *images], {"results": results})
 
     async def state(self, args: ViewArgs) -> Reply:
@@ -543,6 +544,7 @@ class EnvApp:
         """Add this environment's tools and resources to ``server``."""
         for tool in self.tools():
             server.add_tool(tool)
+        server.add_middleware(UnknownToolErrors(server))
         name = self.env_cls.name
         spec = self.spec()
 

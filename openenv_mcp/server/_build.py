@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
-from typing import Any, Literal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, Literal, NoReturn
 
 import anyio
 from fastmcp import FastMCP
@@ -117,7 +122,9 @@ async def serve(
     Over HTTP the server binds ``host`` (loopback by default), validates Host
     and Origin headers, and, with ``auth_token``, requires
     ``Authorization: Bearer <token>`` (mandatory off loopback).
-    Every episode is closed on the way out, freeing its environment.
+    Every episode is closed on the way out, freeing its environment. If an
+    environment call hung past its timeout is still running then, the process
+    exits (status 0) without waiting for it: a thread cannot be stopped.
 
     Raises:
         ArgumentError: an HTTP bind off loopback without ``auth_token``.
@@ -139,15 +146,63 @@ async def serve(
                     await server.run_stdio_async(show_banner=False)
                 tg.cancel_scope.cancel()
         else:
-            await server.run_http_async(
-                transport="http",
-                host=host,
-                port=port,
-                show_banner=False,
-                # uvicorn's own log config writes to stdout; route its records
-                # through the process's logging (stderr) instead.
-                uvicorn_config={"log_config": None},
-                **http_options,
-            )
+            with _signals_as_interrupt():
+                await server.run_http_async(
+                    transport="http",
+                    host=host,
+                    port=port,
+                    show_banner=False,
+                    # uvicorn's own log config writes to stdout; route its records
+                    # through the process's logging (stderr) instead.
+                    uvicorn_config={"log_config": None},
+                    **http_options,
+                )
     finally:
         await app.episodes.close_all()
+        stuck = app.episodes.abandoned_calls()
+        if stuck:
+            _exit_without_waiting(stuck)
+
+
+def _exit_without_waiting(stuck: int) -> NoReturn:
+    """End the process now, leaving env calls that never returned behind.
+
+    Python waits for every worker thread at exit and a thread cannot be stopped,
+    so one env call hung past its timeout would keep the server alive forever.
+    """
+    log.error(
+        "%d environment call(s) still running after their timeout cannot be stopped; "
+        "exiting without waiting for them",
+        stuck,
+    )
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
+
+
+@contextlib.contextmanager
+def _signals_as_interrupt() -> Iterator[None]:
+    """Let SIGTERM and SIGINT end an HTTP server with its episodes closed.
+
+    uvicorn shuts down gracefully on either signal, then raises it again with
+    the handler it found. For SIGTERM that is the default action, which kills
+    the process before its episodes are closed (an env's ``close`` never runs)
+    and reports death by signal; for SIGINT it is asyncio's runner, which
+    cancels the main task, and the clean-up with it. As KeyboardInterrupt, raised
+    where uvicorn returns, either unwinds through the episodes' clean-up, and
+    the CLI exits with status 0, as over stdio.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (uvicorn skips them too)
+        return
+    previous = {
+        signum: signal.signal(signum, signal.default_int_handler)
+        for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -61,6 +62,14 @@ class Episode:
     broken_reason: str = ""
     last_used: float = field(default_factory=time.monotonic)
     snapshots: set[str] = field(default_factory=set)
+    #: Set when the env call last abandoned at its timeout returns; until then that
+    #: call may still be using the env, so nothing else may touch it.
+    abandoned: threading.Event | None = None
+
+    @property
+    def env_in_use(self) -> bool:
+        """Whether an abandoned call may still be running in this episode's env."""
+        return self.abandoned is not None and not self.abandoned.is_set()
 
     def record(self, result: StepResult) -> None:
         """Fold a step result into the episode's counters."""
@@ -132,16 +141,25 @@ class EpisodeManager:
     """Live episodes and snapshots of one server."""
 
     def __init__(
-        self, env_factory: Callable[[], Environment], settings: ServerSettings, threads: bool
+        self,
+        env_factory: Callable[[], Environment],
+        settings: ServerSettings,
+        threads: bool,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._factory = env_factory
         self.settings = settings
+        #: Seconds, for idle eviction (tests substitute a clock they control).
+        self.clock = clock
         #: Run environment code on worker threads (with the per-call timeout).
         self.threads = threads
         self.episodes: dict[str, Episode] = {}
         self.snapshots: dict[str, Snapshot] = {}
         #: The episode used when a single-client caller passes no handle.
         self.default_id: str | None = None
+        #: Env calls abandoned on their threads (a thread cannot be stopped): each
+        #: event is set when its call finally returns.
+        self._abandoned: list[threading.Event] = []
 
     # -- lookup ----------------------------------------------------------------------
 
@@ -158,7 +176,7 @@ class EpisodeManager:
                 f"evicted after {self.settings.idle_timeout:g}s idle; call reset without "
                 "episode_id to start a new one"
             )
-        episode.last_used = time.monotonic()
+        episode.last_used = self.clock()
         return episode
 
     def get_snapshot(self, snapshot_id: str) -> Snapshot:
@@ -188,7 +206,7 @@ class EpisodeManager:
                 f"for idle ones to be evicted after {self.settings.idle_timeout:g}s"
             )
         env = await self.run_blocking(self._factory)
-        episode = Episode(id=_handle("ep"), env=env)
+        episode = Episode(id=_handle("ep"), env=env, last_used=self.clock())
         self.episodes[episode.id] = episode
         return episode
 
@@ -203,7 +221,10 @@ class EpisodeManager:
             self.snapshots.pop(snapshot_id, None)
         # Wait for a call in flight on this episode before freeing its env.
         async with episode.lock:
-            await self._close_env(episode.env)
+            if episode.env_in_use:
+                log.warning("episode %s: its env is still busy in an abandoned call", episode_id)
+            else:
+                await self._close_env(episode.env)
 
     async def close_all(self) -> None:
         """Close every episode (server shutdown)."""
@@ -212,7 +233,7 @@ class EpisodeManager:
 
     async def evict_idle(self) -> int:
         """Close episodes unused for ``idle_timeout`` seconds; return how many."""
-        cutoff = time.monotonic() - self.settings.idle_timeout
+        cutoff = self.clock() - self.settings.idle_timeout
         stale = [
             e.id for e in self.episodes.values() if e.last_used < cutoff and not e.lock.locked()
         ]
@@ -224,9 +245,10 @@ class EpisodeManager:
     async def replace_env(self, episode: Episode) -> None:
         """Give a broken episode a fresh environment instance."""
         old, episode.env = episode.env, await self.run_blocking(self._factory)
-        if not episode.broken_reason.startswith("timed out"):
+        if not episode.env_in_use:
             # A timed-out call may still be running in its thread: leave that env be.
             await self._close_env(old)
+        episode.abandoned = None
 
     def add_snapshot(self, episode: Episode, data: Any) -> Snapshot:
         """Record a snapshot of ``episode`` taken as ``data``."""
@@ -261,12 +283,41 @@ class EpisodeManager:
 
     # -- running environment code ------------------------------------------------------
 
-    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run environment code as configured (worker thread with timeout, or inline)."""
+    async def run_blocking(
+        self, fn: Callable[..., T], *args: Any, episodes: Sequence[Episode] = ()
+    ) -> T:
+        """Run environment code as configured (worker thread with timeout, or inline).
+
+        Once started, a call runs to its end or its timeout, even if the caller is
+        cancelled meanwhile (the client gave up, or shutdown): the episode's lock
+        stays held, so no other call can reach the env while it runs. A call that
+        times out is abandoned on its thread and marked on ``episodes``, whose envs
+        it may still be using.
+        """
         if not self.threads:
             return fn(*args)
-        with anyio.fail_after(self.settings.call_timeout):
-            return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+        returned = threading.Event()
+
+        def run() -> T:
+            try:
+                return fn(*args)
+            finally:
+                returned.set()
+
+        try:
+            with anyio.CancelScope(shield=True), anyio.fail_after(self.settings.call_timeout):
+                result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        finally:
+            if not returned.is_set():
+                self._abandoned.append(returned)
+                for episode in episodes:
+                    episode.abandoned = returned
+        return result
+
+    def abandoned_calls(self) -> int:
+        """How many abandoned env calls are still running on their threads."""
+        self._abandoned = [event for event in self._abandoned if not event.is_set()]
+        return len(self._abandoned)
 
     async def call(self, episode: Episode, what: str, fn: Callable[..., T], *args: Any) -> T:
         """Call environment code for ``episode`` (its lock held by the caller).
@@ -275,7 +326,7 @@ class EpisodeManager:
         and comes back as :class:`EnvCrashed`; the server and other episodes go on.
         """
         try:
-            return await self.run_blocking(fn, *args)
+            return await self.run_blocking(fn, *args, episodes=(episode,))
         except OpenEnvError:
             raise  # the env's own validation errors: the episode is fine
         except TimeoutError as exc:

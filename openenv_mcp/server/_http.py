@@ -75,32 +75,28 @@ class GuardMiddleware:
                 )
                 return
         length = headers.get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await _reject(
-                send,
-                413,
-                f"request body of {length.decode(errors='replace')} bytes; the limit is "
-                f"{self.max_body}",
-                [],
-            )
+        if length is not None:
+            if not length.isdigit() or int(length) > self.max_body:
+                await self._too_large(send, length.decode(errors="replace"))
+                return
+            await self.app(scope, receive, send)  # the server holds the body to its length
             return
-        await self.app(scope, _limited(receive, self.max_body), send)
+        # No Content-Length (a chunked body): read it up to the limit before passing it on.
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            if len(body) > self.max_body:
+                await self._too_large(send, f"over {self.max_body}")
+                return
+            more = message.get("more_body", False)
+        await self.app(scope, _replay(bytes(body), receive), send)
 
-
-def _limited(receive: Receive, limit: int) -> Receive:
-    """Cut off chunked bodies that grow past ``limit`` (no Content-Length to check)."""
-    seen = 0
-
-    async def wrapped() -> Any:
-        nonlocal seen
-        message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise ValueError(f"request body over {limit} bytes")
-        return message
-
-    return wrapped
+    async def _too_large(self, send: Send, size: str) -> None:
+        await _reject(send, 413, f"request body of {size} bytes; the limit is {self.max_body}", [])
 
 
 class FastLane:

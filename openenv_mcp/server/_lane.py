@@ -11,21 +11,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from fastmcp import FastMCP
 from fastmcp.server.context import TransportType
 
 from openenv_mcp.server._app import EnvApp, lane_transport
 from openenv_mcp.server._tools import ModelTool
 
-__all__ = ["ToolLane", "dumps"]
+__all__ = ["ToolLane", "dumps", "is_request_id"]
 
 _VERSION_META = "io.modelcontextprotocol/protocolVersion"
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
+def is_request_id(value: Any) -> bool:
+    """Whether ``value`` can identify a JSON-RPC request here: a string or an integer."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def dumps(message: dict[str, Any]) -> bytes:
     """One compact JSON message."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    # orjson: a raw Atari frame is 134 KB of base64, which the stdlib's json
+    # takes 0.3 ms to escape-scan; orjson takes 0.01 ms.
+    try:
+        return orjson.dumps(message)
+    except TypeError:  # what orjson cannot hold (ints past 64 bits...): never lose a reply
+        return json.dumps(message, separators=(",", ":"), default=repr).encode()
 
 
 class ToolLane:
@@ -43,7 +54,11 @@ class ToolLane:
         params = message.get("params")
         if not (isinstance(params, dict) and params.get("name") in self.tools):
             return None
-        if "id" not in message or not isinstance(params.get("arguments", {}), dict | None):
+        if (
+            message.get("jsonrpc") != "2.0"
+            or not is_request_id(message.get("id"))
+            or not isinstance(params.get("arguments", {}), dict | None)
+        ):
             return None  # the standard stack answers malformed calls
         return message["id"], params
 
@@ -68,8 +83,8 @@ class ToolLane:
         mirror the body, as the standard stack requires.
         """
         try:
-            message = json.loads(body)
-        except ValueError:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
             return None
         found = self.match(message)
         if found is None:

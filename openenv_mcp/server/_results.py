@@ -28,6 +28,7 @@ __all__ = [
     "episode_result",
     "episode_view",
     "error_result",
+    "error_text",
     "image_block",
     "json_reply",
     "observe",
@@ -37,6 +38,10 @@ __all__ = [
 log = logging.getLogger("openenv_mcp.server")
 
 ERROR_META_KEY = "openenv_mcp/error"
+#: Longest error text sent to a client (its head and tail are kept): a message
+#: that quotes a megabyte argument must not send the megabyte back.
+MAX_ERROR_TEXT = 2000
+_ERROR_TAIL = 500
 
 
 @dataclass
@@ -172,9 +177,19 @@ def episode_result(
     return Reply(content, episode_view(episode, observed))
 
 
+def error_text(exc: OpenEnvError) -> str:
+    """``"Name: message"``, cut in the middle when an echoed argument made it huge."""
+    text = f"{exc.code}: {exc}"
+    if len(text) <= MAX_ERROR_TEXT:
+        return text
+    head = MAX_ERROR_TEXT - _ERROR_TAIL
+    cut = len(text) - head - _ERROR_TAIL
+    return f"{text[:head]} [... {cut} characters cut ...] {text[-_ERROR_TAIL:]}"
+
+
 def error_result(exc: OpenEnvError) -> Reply:
     """One mapping from our errors to an MCP tool error (``isError: true``)."""
-    return Reply([text_block(f"{exc.code}: {exc}")], None, True, {ERROR_META_KEY: exc.code})
+    return Reply([text_block(error_text(exc))], None, True, {ERROR_META_KEY: exc.code})
 
 
 def observation_schema(spec: ObservationSpec) -> dict[str, Any]:

@@ -10,29 +10,35 @@ through memory streams, so the wire stays standard MCP in both protocol eras
 (the 2025 ``initialize`` handshake and 2026-07-28's per-request envelope); the
 independent-client tests (MCP Inspector, TypeScript SDK) check that.
 
-At stdin EOF, calls in flight finish and their replies are written before the
-server exits: nothing a client sent is dropped.
+At stdin EOF, requests in flight (on either path) finish and their replies
+are written before the server exits: nothing a client sent is dropped. A line
+that is not JSON, or not a JSON-RPC request, is answered with the JSON-RPC
+error for it (id null where it has no usable id); a line over
+:data:`MAX_LINE` is answered once and skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
 import anyio
 import mcp_types as types
+import orjson
 from anyio.abc import TaskGroup
 from fastmcp import FastMCP
 from mcp.shared.message import SessionMessage
 
 from openenv_mcp.server._app import EnvApp
-from openenv_mcp.server._lane import ToolLane, dumps
+from openenv_mcp.server._lane import ToolLane, dumps, is_request_id
 
 __all__ = ["MAX_LINE", "serve_stdio"]
 
@@ -41,6 +47,10 @@ log = logging.getLogger("openenv_mcp.server")
 #: Longest request line accepted (bytes); longer ones get a JSON-RPC error.
 MAX_LINE = 16 * 1024 * 1024
 _PARSE_ERROR = -32700
+_PIPE_SIZE = 1 << 20
+_INVALID_REQUEST = -32600
+#: Seconds past the per-call timeout that EOF waits for replies still owed.
+_DRAIN_GRACE = 5.0
 
 
 class _Wire:
@@ -59,6 +69,10 @@ class _Wire:
         os.close(null)
         self.reader = os.fdopen(self._in, "rb", buffering=0)
         self.writer: IO[bytes] = os.fdopen(self._out, "wb", buffering=0)
+        # A batch of raw frames is megabytes; Linux pipes hold 64 KiB, so the
+        # reply would cross in dozens of wake-ups. Ask for 1 MiB (best effort).
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(self._out, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
 
     def restore(self) -> None:
         os.dup2(self._in, 0)
@@ -68,7 +82,7 @@ class _Wire:
 
 
 async def _lines(reader: IO[bytes]) -> AsyncIterator[bytes | ValueError]:
-    """Lines from ``reader``; a line over :data:`MAX_LINE` yields a ValueError."""
+    """Lines from ``reader``; a line over :data:`MAX_LINE` yields one ValueError, once."""
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
     try:
@@ -76,17 +90,55 @@ async def _lines(reader: IO[bytes]) -> AsyncIterator[bytes | ValueError]:
     except ValueError:
         # Not a pipe, socket or tty (e.g. a regular file): read it on a thread.
         while line := await anyio.to_thread.run_sync(reader.readline, MAX_LINE + 1):
-            yield line if len(line) <= MAX_LINE else ValueError("line too long")
+            if len(line) <= MAX_LINE:
+                yield line
+                continue
+            while not line.endswith(b"\n"):  # skip the rest of the long line
+                line = await anyio.to_thread.run_sync(reader.readline, MAX_LINE + 1)
+                if not line:
+                    break
+            yield ValueError("line too long")
         return
     while True:
         try:
-            line = await stream.readline()
-        except ValueError as exc:  # over the limit: asyncio dropped the line
-            yield exc
-            continue
-        if not line:
+            line = await stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:  # EOF (and a last line without newline)
+            if exc.partial:
+                yield exc.partial
             return
+        except asyncio.LimitOverrunError:
+            await _skip_line(stream)
+            yield ValueError("line too long")
+            continue
         yield line
+
+
+async def _skip_line(stream: asyncio.StreamReader) -> None:
+    """Drop the rest of an over-long line, through its newline.
+
+    asyncio's own ``readline`` would clear what it buffered and hand back the
+    line's tail as if it were the next line.
+    """
+    while True:
+        try:
+            await stream.readuntil(b"\n")
+            return
+        except asyncio.LimitOverrunError as exc:
+            await stream.readexactly(exc.consumed)
+        except asyncio.IncompleteReadError:
+            return
+
+
+def _loads(line: bytes) -> Any:
+    """Parse one message: orjson, or Python's json for what only it reads.
+
+    Python's json writes NaN and Infinity (a diverged policy's float action);
+    orjson refuses them, and the request would go unanswered under its id.
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 class _Server:
@@ -95,9 +147,28 @@ class _Server:
     def __init__(self, server: FastMCP, app: EnvApp, writer: IO[bytes]) -> None:
         self.lane = ToolLane(server, app, "stdio")
         self.writer = writer
-        self.in_flight = 0
+        self.drain_timeout = app.settings.call_timeout + _DRAIN_GRACE
+        #: Requests read and not answered yet, on either path.
+        self.owed = 0
+        #: Ids of the requests the standard stack has not answered yet.
+        self.standard: Counter[Any] = Counter()
         self.idle = anyio.Event()
         self.idle.set()
+
+    def _begin(self) -> None:
+        if self.owed == 0:
+            self.idle = anyio.Event()
+        self.owed += 1
+
+    def _end(self) -> None:
+        self.owed -= 1
+        if self.owed == 0:
+            self.idle.set()
+
+    def _answered(self, request_id: Any) -> None:
+        if self.standard[request_id] > 0:
+            self.standard[request_id] -= 1
+            self._end()
 
     def write(self, message: dict[str, Any] | bytes) -> None:
         data = message if isinstance(message, bytes) else dumps(message) + b"\n"
@@ -110,44 +181,83 @@ class _Server:
         try:
             self.write(await self.lane.run(request_id, params))
         finally:
-            self.in_flight -= 1
-            if self.in_flight == 0:
-                self.idle.set()
+            self._end()
 
     async def pump_out(self, stream: Any) -> None:
         async for session_message in stream:
-            data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+            message = session_message.message
+            data = message.model_dump_json(by_alias=True, exclude_unset=True)
             self.write(data.encode() + b"\n")
+            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                self._answered(message.id)
 
     async def pump_in(self, reader: IO[bytes], to_server: Any, tg: TaskGroup) -> None:
         async for line in _lines(reader):
             if isinstance(line, ValueError):
-                self.write(self._parse_error(f"request line longer than {MAX_LINE} bytes"))
+                self.write(
+                    self._error(None, _PARSE_ERROR, f"request line longer than {MAX_LINE} bytes")
+                )
                 continue
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = _loads(line)
             except ValueError as exc:
-                self.write(self._parse_error(f"not JSON: {exc}"))
+                self.write(self._error(None, _PARSE_ERROR, f"not JSON: {exc}"))
                 continue
             fast = self.lane.match(message)
             if fast is not None:
-                self.in_flight += 1
-                self.idle = anyio.Event()
+                self._begin()
                 tg.start_soon(self.call_tool, *fast)
                 continue
             try:
                 parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
-            except Exception as exc:
-                await to_server.send(exc)
+            except Exception:
+                self._invalid(message)
                 continue
+            if isinstance(parsed, types.JSONRPCNotification) and "id" in message:
+                # A request whose id is neither string nor integer would pass as a
+                # notification (extra fields are ignored) and never be answered.
+                self._invalid(message)
+                continue
+            if isinstance(parsed, types.JSONRPCRequest):
+                self.standard[parsed.id] += 1
+                self._begin()
+            elif (
+                isinstance(parsed, types.JSONRPCNotification)
+                and parsed.method == "notifications/cancelled"
+            ):
+                # A cancelled request gets no answer: stop waiting for one.
+                self._answered((parsed.params or {}).get("requestId"))
             await to_server.send(SessionMessage(parsed))
-        await self.idle.wait()  # EOF: finish the calls in flight before closing
+        # EOF: finish the requests in flight and write their replies before closing.
+        with anyio.move_on_after(self.drain_timeout) as scope:
+            await self.idle.wait()
+        if scope.cancelled_caught:
+            log.warning("stdin closed; %d requests still unanswered, exiting anyway", self.owed)
+
+    def _invalid(self, message: Any) -> None:
+        """Answer JSON that is not a JSON-RPC message (a response from the client is dropped)."""
+        if (
+            isinstance(message, dict)
+            and "method" not in message
+            and ("result" in message or "error" in message)
+        ):
+            log.warning("dropping a malformed response from the client")
+            return
+        request_id = message.get("id") if isinstance(message, dict) else None
+        self.write(
+            self._error(
+                request_id if is_request_id(request_id) else None,
+                _INVALID_REQUEST,
+                'not a JSON-RPC 2.0 request: expected an object with "jsonrpc": "2.0", '
+                'a string "method" and a string or integer "id"',
+            )
+        )
 
     @staticmethod
-    def _parse_error(message: str) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": None, "error": {"code": _PARSE_ERROR, "message": message}}
+    def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
 async def serve_stdio(server: FastMCP, app: EnvApp) -> None:

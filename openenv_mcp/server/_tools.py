@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import mcp_types
+from fastmcp.exceptions import NotFoundError
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
-from openenv_mcp.errors import ArgumentError, OpenEnvError
+from openenv_mcp.errors import ArgumentError, OpenEnvError, UnknownTool, did_you_mean
 from openenv_mcp.server._results import Reply, error_result
 
-__all__ = ["ModelTool", "format_validation_error"]
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+__all__ = ["ModelTool", "UnknownToolErrors", "format_validation_error"]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -103,3 +109,31 @@ class ModelTool(Tool):
             # The details go to the server log, never to a client.
             log.exception("tool %s failed", self.name)
             return error_result(OpenEnvError(f"internal error in {self.name}; see the server log"))
+
+
+class UnknownToolErrors(Middleware):
+    """Answer a call of a tool the server lacks with :class:`UnknownTool`, naming its tools.
+
+    FastMCP's own answer (``"Unknown tool: 'fire'"``) names no error class, so a
+    client could not tell it from other failures, and it says nothing of what
+    the server does have (a harness asking the echo server for Atari's ``fire``).
+    """
+
+    def __init__(self, server: FastMCP) -> None:
+        self.server = server
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mcp_types.CallToolRequestParams],
+        call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except NotFoundError:
+            name = context.message.name
+            names = sorted(t.name for t in await self.server.list_tools())
+            error = UnknownTool(
+                f"no tool {name!r} on this server ({self.server.name}).{did_you_mean(name, names)}"
+                f" Tools: {', '.join(names)}"
+            )
+            return error_result(error).tool_result()

@@ -1,0 +1,732 @@
+"""``openenv-mcp bench``: how fast is an environment over MCP, against itself in-process?
+
+One run steps the same workload twice: the environment class instantiated in
+this process ("raw"), and a server over MCP driven by :class:`MCPEnvClient`
+(in memory, over stdio, or over Streamable HTTP). Both sides use the same seeds
+and the same seeded random legal actions, and reset when an episode ends.
+Only steps are timed: resets are left out on both sides, because a seeded
+reset can cost hundreds of steps (ALE reloads the ROM, about 90 ms) and would
+make each repeat's figure depend on whether an episode happened to end in it.
+Repeats alternate between the two sides (raw, MCP, then MCP, raw, ...) so that
+noise from the machine hits both; the figures are medians over repeats, and
+the ratio is the median MCP steps/s over the median raw steps/s.
+
+With ``batch=N``, N episodes are stepped: raw, N instances round-robin; over
+MCP, N episodes on one connection, each step one ``step_batch`` call with N
+items. Every returned observation is decoded (PNG frames to arrays included):
+a trainer needs the array.
+
+:func:`run_live` is the scale check instead: it opens many episodes on one
+server, reports the server's resident memory before and after, and checks
+that every episode still answers a step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+import anyio
+import mcp_types
+import numpy as np
+from pydantic import BaseModel
+
+from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.client._connect import Target
+from openenv_mcp.environment import Environment
+from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, error_from_wire
+from openenv_mcp.registry import get_env_class
+from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp.server._build import make_config
+
+__all__ = [
+    "DEFAULT_REPEATS",
+    "DEFAULT_STEPS",
+    "BenchConfig",
+    "BenchFrames",
+    "BenchResult",
+    "BenchTransport",
+    "LiveResult",
+    "run_bench",
+    "run_live",
+]
+
+#: Where the MCP side's server runs.
+BenchTransport = Literal["memory", "stdio", "http"]
+#: How observations come back over MCP: PNG decoded to an array, raw array, or not at all.
+BenchFrames = Literal["png", "raw", "none"]
+
+#: Environment steps per side per repeat: a few seconds a row for Atari over stdio.
+DEFAULT_STEPS = 500
+DEFAULT_REPEATS = 5
+#: Untimed calls per side before the first repeat (imports, caches, JIT-ish warm paths).
+DEFAULT_WARMUP = 20
+#: Bounded wait for an HTTP server subprocess to listen.
+HTTP_START_TIMEOUT = 60.0
+_STOP_TIMEOUT = 10.0
+_STEP_BATCH = "step_batch"
+_MIB = 1024.0 * 1024.0
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to benchmark.
+
+    Attributes:
+        env: a registered environment name (``"atari"``).
+        env_args: its options in CLI form (``["--game", "pong"]``): passed as
+            they are to a server subprocess, parsed for the in-process side.
+        transport: ``"memory"`` (server object in this process), ``"stdio"``
+            (a subprocess) or ``"http"`` (a subprocess on a free loopback port).
+        frames: ``"png"`` (images, decoded to arrays by the client), ``"raw"``
+            (compact arrays) or ``"none"`` (the observation is not sent).
+        batch: episodes stepped together (one ``step_batch`` call per step over MCP).
+        steps: environment steps per side per repeat (rounded up to a multiple of ``batch``).
+        repeats: timed repeats per side; the figures are medians.
+        warmup: untimed calls per side before the first repeat.
+        seed: seeds the episodes (``seed + i``) and the random actions.
+    """
+
+    env: str
+    env_args: tuple[str, ...] = ()
+    transport: BenchTransport = "stdio"
+    frames: BenchFrames = "raw"
+    batch: int = 1
+    steps: int = DEFAULT_STEPS
+    repeats: int = DEFAULT_REPEATS
+    warmup: int = DEFAULT_WARMUP
+    seed: int = 0
+
+    def check(self) -> None:
+        """Raise :class:`ArgumentError` for a value out of range."""
+        for name in ("batch", "steps", "repeats"):
+            if getattr(self, name) < 1:
+                raise ArgumentError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.warmup < 0:
+            raise ArgumentError(f"--warmup must be 0 or more, got {self.warmup}")
+        if self.transport not in ("memory", "stdio", "http"):
+            raise ArgumentError(f"transport must be memory, stdio or http, got {self.transport!r}")
+        if self.frames not in ("png", "raw", "none"):
+            raise ArgumentError(f"frames must be png, raw or none, got {self.frames!r}")
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def _environment_facts() -> dict[str, Any]:
+    """Python, platform, CPUs, load and package versions: what makes figures comparable."""
+    versions: dict[str, str | None] = {}
+    for package in ("openenv-mcp", "fastmcp", "mcp", "ale-py", "numpy", "pybase64"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    try:
+        usable: int | None = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = None
+    try:
+        load: list[float] | None = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "load_average": load,
+        "versions": versions,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+@dataclass
+class BenchResult:
+    """The figures of one :func:`run_bench` run; :meth:`as_dict` is the ``--json`` form.
+
+    Steps are environment steps (a batch of N counts N). Figures are medians
+    over ``repeats``; the ``*_repeats`` lists hold each repeat's own figure.
+    """
+
+    env: str
+    env_args: list[str]
+    options: dict[str, Any]
+    transport: BenchTransport
+    frames: BenchFrames
+    batch: int
+    steps: int
+    repeats: int
+    warmup: int
+    seed: int
+    raw_steps_per_s: float
+    mcp_steps_per_s: float
+    ratio: float
+    raw_ms_per_step: float
+    mcp_ms_per_step: float
+    mcp_ms_per_call: float
+    raw_steps_per_s_repeats: list[float]
+    mcp_steps_per_s_repeats: list[float]
+    ratio_repeats: list[float]
+    #: Sums over the timed steps of each side; equal when the environment is
+    #: deterministic, which shows both sides ran the same workload.
+    raw_reward_total: float
+    mcp_reward_total: float
+    raw_episodes_ended: int
+    mcp_episodes_ended: int
+    facts: dict[str, Any] = field(default_factory=_environment_facts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as one flat JSON-able object (the facts merged in)."""
+        data = asdict(self)
+        facts = data.pop("facts")
+        return {**data, **facts}
+
+    def table(self) -> str:
+        """A short human-readable table of the figures."""
+        lines = [
+            f"openenv-mcp bench {' '.join([self.env, *self.env_args])}: "
+            f"transport {self.transport}, frames {self.frames}, batch {self.batch}, "
+            f"{self.steps} steps x {self.repeats} repeats (medians)",
+            f"  {'':<22}{'steps/s':>10}{'ms/step':>10}",
+            f"  {'raw (in-process)':<22}{self.raw_steps_per_s:>10,.0f}"
+            f"{self.raw_ms_per_step:>10.3f}",
+            f"  {f'MCP ({self.transport})':<22}{self.mcp_steps_per_s:>10,.0f}"
+            f"{self.mcp_ms_per_step:>10.3f}",
+            f"  ratio MCP/raw: {self.ratio:.3f}  (per repeat: "
+            f"{', '.join(f'{r:.3f}' for r in self.ratio_repeats)})",
+        ]
+        return "\n".join(lines)
+
+
+@dataclass
+class LiveResult:
+    """The figures of one :func:`run_live` scale check; :meth:`as_dict` is the ``--json`` form.
+
+    ``rss_*`` are of the server process (stdio, http) or of this process
+    (memory), in MiB, read from ``/proc/PID/status`` (``None`` where there is no
+    ``/proc``).
+    """
+
+    env: str
+    env_args: list[str]
+    options: dict[str, Any]
+    transport: BenchTransport
+    live_episodes: int
+    rss_of: str
+    rss_before_mib: float | None
+    rss_after_mib: float | None
+    mib_per_episode: float | None
+    answered: int
+    failures: list[str]
+    open_s: float
+    step_check_s: float
+    facts: dict[str, Any] = field(default_factory=_environment_facts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as one flat JSON-able object (the facts merged in)."""
+        data = asdict(self)
+        facts = data.pop("facts")
+        return {**data, **facts}
+
+    def table(self) -> str:
+        """A short human-readable summary."""
+
+        def mib(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:,.1f} MiB"
+
+        per = "n/a" if self.mib_per_episode is None else f"{self.mib_per_episode:.2f} MiB"
+        lines = [
+            f"openenv-mcp bench {' '.join([self.env, *self.env_args])}: "
+            f"{self.live_episodes} live episodes on one server over {self.transport}",
+            f"  RSS of the {self.rss_of}: {mib(self.rss_before_mib)} before, "
+            f"{mib(self.rss_after_mib)} after ({per} per episode)",
+            f"  opened in {self.open_s:.1f} s; every episode answered a step: "
+            f"{self.answered}/{self.live_episodes} ({self.step_check_s:.2f} s)",
+        ]
+        lines += [f"  failed: {failure}" for failure in self.failures[:5]]
+        return "\n".join(lines)
+
+
+# -- the workload ---------------------------------------------------------------------------
+
+
+def _resolve(config: BenchConfig) -> tuple[type[Environment], BaseModel, dict[str, Any]]:
+    """The environment class, its validated Config, and the options as keyword arguments."""
+    from openenv_mcp.cli import parse_env_options  # the CLI form is the options' contract
+
+    env_cls = get_env_class(config.env)
+    options = parse_env_options(env_cls, list(config.env_args))
+    return env_cls, make_config(env_cls, options), options
+
+
+def _sampler(env: Environment) -> Callable[[np.random.Generator], Any]:
+    """Draw one random legal action (as it travels on the wire)."""
+    actions = env.action_set
+    if actions is not None:
+        return actions.sample
+    schema = env.action_schema()
+    if schema.get("type") == "string":
+        # Short messages; never "bye", which would end echo's episodes early.
+        return lambda rng: f"message {int(rng.integers(1_000_000))}"
+    if schema.get("type") == "integer" and "minimum" in schema and "maximum" in schema:
+        low, high = int(schema["minimum"]), int(schema["maximum"])
+        return lambda rng: int(rng.integers(low, high + 1))
+    raise ArgumentError(
+        f"bench draws discrete, integer or text actions; {env.name}'s action schema is {schema}"
+    )
+
+
+class _Seeds:
+    """Reset seeds: episode ``i`` starts with ``seed + i``, later resets count on from there."""
+
+    def __init__(self, seed: int, first: int) -> None:
+        self._next = seed + first
+
+    def __call__(self) -> int:
+        value = self._next
+        self._next += 1
+        return value % 2**31
+
+
+@dataclass
+class _Tally:
+    reward: float = 0.0
+    ended: int = 0
+
+
+class _RawSide:
+    """N environment instances in this process, stepped round-robin."""
+
+    def __init__(self, env_cls: type[Environment], config: BaseModel, batch: int, seed: int):
+        self.envs = [env_cls(config) for _ in range(batch)]
+        self._seeds = _Seeds(seed, batch)
+        self.elapsed = 0.0
+        for i, env in enumerate(self.envs):
+            env.reset(seed=seed + i)
+
+    def run(self, actions: list[Any], tally: _Tally) -> None:
+        parsed = [self.envs[0].parse_action(a) for a in actions]  # the server parses; untimed
+        envs, n = self.envs, len(self.envs)
+        gc.collect()
+        paused = 0.0
+        start = time.perf_counter()
+        for k, action in enumerate(parsed):
+            env = envs[k % n]
+            result = env.step(action)
+            tally.reward += result.reward
+            if result.terminated or result.truncated:
+                tally.ended += 1
+                began = time.perf_counter()
+                env.reset(seed=self._seeds())
+                paused += time.perf_counter() - began
+        self.elapsed = time.perf_counter() - start - paused
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+class _McpSide:
+    """N episodes on one MCP connection, stepped as a trainer would.
+
+    batch 1: :meth:`MCPEnvClient.step` (frames raw or png), or the ``step`` tool
+    with ``frames="none"`` through :meth:`MCPEnvClient.call` (the client itself
+    only asks for raw or png). batch N: one ``step_batch`` call per step over the
+    connection, decoded by the client as :class:`MCPVectorEnv` does.
+    """
+
+    def __init__(self, root: MCPEnvClient, batch: int, frames: BenchFrames, seed: int) -> None:
+        self.root = root
+        self.clients = [root, *(root.spawn() for _ in range(batch - 1))]
+        self.frames = frames
+        self.seed = seed
+        self._seeds = _Seeds(seed, batch)
+        self.elapsed = 0.0
+        self._paused = 0.0
+        array = root.spec.observation.kind == "array"
+        # As the client does: only array observations travel as frames.
+        self._wire_frames = frames if frames == "none" or array else "raw"
+        if batch > 1 and _STEP_BATCH not in root.tool_names:
+            raise ArgumentError(f"--batch {batch} needs a server with a {_STEP_BATCH} tool")
+
+    async def start(self) -> None:
+        for i, client in enumerate(self.clients):
+            await client.reset(seed=self.seed + i)
+
+    async def run(self, actions: list[Any], tally: _Tally) -> None:
+        n = len(self.clients)
+        calls = [actions[k : k + n] for k in range(0, len(actions), n)]
+        gc.collect()
+        self._paused = 0.0
+        start = time.perf_counter()
+        for group in calls:
+            if n > 1:
+                await self._step_batch(group, tally)
+            elif self.frames == "none":
+                await self._step_bare(group[0], tally)
+            else:
+                client = self.clients[0]
+                _, reward, terminated, truncated, _ = await client.step(group[0])
+                tally.reward += reward
+                if terminated or truncated:
+                    tally.ended += 1
+                    await self._reset(client)
+        self.elapsed = time.perf_counter() - start - self._paused
+
+    async def _reset(self, client: MCPEnvClient) -> None:
+        began = time.perf_counter()
+        await client.reset(seed=self._seeds())
+        self._paused += time.perf_counter() - began
+
+    async def _step_bare(self, action: Any, tally: _Tally) -> None:
+        client = self.clients[0]
+        view = await client.call("step", action=action, frames="none")
+        tally.reward += float(view["reward"])
+        if view["terminated"] or view["truncated"]:
+            tally.ended += 1
+            await self._reset(client)
+
+    async def _step_batch(self, actions: list[Any], tally: _Tally) -> None:
+        # The client has no public batched step outside MCPVectorEnv (sync, with
+        # autoreset and Gymnasium batching on top); this is its _step_group, bare.
+        clients = self.clients
+        steps = [
+            {"episode_id": c.episode_id, "action": a} for c, a in zip(clients, actions, strict=True)
+        ]
+        answer = await self.root._conn.call(
+            _STEP_BATCH, {"steps": steps, "frames": self._wire_frames}
+        )
+        views = (answer.structured_content or {}).get("results")
+        if not isinstance(views, list) or len(views) != len(steps):
+            raise OpenEnvError(f"{_STEP_BATCH} answered {views!r:.200} for {len(steps)} steps")
+        images = [c for c in answer.content if isinstance(c, mcp_types.ImageContent)]
+        for client, view in zip(clients, views, strict=True):
+            if "error" in view:
+                raise error_from_wire(str(view["error"]))
+            if self._wire_frames == "none":
+                reward, ended = float(view["reward"]), view["terminated"] or view["truncated"]
+            else:
+                content = [images[view["image"]]] if "image" in view else []
+                _, reward, terminated, truncated, _ = client._transition_of(view, content)
+                ended = terminated or truncated
+            tally.reward += reward
+            if ended:
+                tally.ended += 1
+                await self._reset(client)
+
+
+# -- servers --------------------------------------------------------------------------------
+
+
+def _serve_command(env: str, transport: str, env_args: Sequence[str], *extra: str) -> list[str]:
+    # Warnings only: a log line per call (uvicorn's access log) would be timed too.
+    return [
+        sys.executable,
+        "-m",
+        "openenv_mcp.cli",
+        "serve",
+        env,
+        f"--{transport}",
+        "--log-level",
+        "WARNING",
+        *extra,
+        *env_args,
+    ]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after a bounded wait; always reaped."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(_STOP_TIMEOUT)
+
+
+@contextlib.asynccontextmanager
+async def _http_server(
+    env: str, env_args: Sequence[str], extra: Sequence[str]
+) -> AsyncIterator[tuple[str, int]]:
+    """``openenv-mcp serve ENV --http`` on a free loopback port: yields its URL and PID."""
+    port = _free_port()
+    command = _serve_command(env, "http", env_args, "--port", str(port), *extra)
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        try:
+            with anyio.fail_after(HTTP_START_TIMEOUT):
+                while not _listening(port):
+                    if proc.poll() is not None:
+                        log.seek(0)
+                        tail = log.read().decode("utf-8", "replace")[-2000:]
+                        raise ServerDied(f"the HTTP server exited ({proc.returncode}):\n{tail}")
+                    await anyio.sleep(0.05)
+            yield f"http://127.0.0.1:{port}/mcp", proc.pid
+        except TimeoutError:
+            raise ServerDied(
+                f"the HTTP server did not listen on port {port} within {HTTP_START_TIMEOUT:g}s"
+            ) from None
+        finally:
+            _stop(proc)
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _children() -> set[int]:
+    """PIDs of this process's children (Linux ``/proc``; empty elsewhere)."""
+    me = os.getpid()
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                    # "pid (comm) state ppid ...": comm may hold spaces, so split after ")".
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+                if int(fields[1]) == me:
+                    found.add(int(entry.name))
+    return found
+
+
+def _rss_mib(pid: int | None) -> float | None:
+    """Resident memory of ``pid`` in MiB (``VmRSS``), or ``None`` where it cannot be read."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024 / _MIB
+    except OSError:
+        return None
+    return None
+
+
+@contextlib.asynccontextmanager
+async def _connect(
+    config: BenchConfig, options: dict[str, Any], frames: str, max_episodes: int | None = None
+) -> AsyncIterator[tuple[MCPEnvClient, int | None]]:
+    """A connected client over ``config.transport``, and the PID whose memory is the server's."""
+    extra = ["--max-episodes", str(max_episodes)] if max_episodes else []
+    client_frames: Any = "png" if frames == "png" else "raw"
+    if config.transport == "memory":
+        settings = ServerSettings(max_episodes=max_episodes) if max_episodes else None
+        target: Target = build_server(config.env, settings=settings, **options)
+        async with MCPEnvClient(target, frames=client_frames) as client:
+            yield client, os.getpid()
+    elif config.transport == "stdio":
+        before = _children()
+        command = _serve_command(config.env, "stdio", config.env_args, *extra)
+        async with MCPEnvClient(command, frames=client_frames) as client:
+            started = sorted(_children() - before)
+            yield client, started[0] if len(started) == 1 else None
+    else:
+        async with (
+            _http_server(config.env, config.env_args, extra) as (url, pid),
+            MCPEnvClient(url, frames=client_frames) as client,
+        ):
+            yield client, pid
+
+
+# -- the runs -------------------------------------------------------------------------------
+
+
+def _action_lists(
+    sample: Callable[[np.random.Generator], Any], seed: int, *lengths: int
+) -> Iterator[list[Any]]:
+    """The same action lists for both sides: warm-up first, then one per repeat."""
+    rng = np.random.default_rng(seed)
+    for length in lengths:
+        yield [sample(rng) for _ in range(length)]
+
+
+async def _bench(config: BenchConfig, progress: Progress) -> BenchResult:
+    config.check()
+    env_cls, env_config, options = _resolve(config)
+    batch = config.batch
+    calls = math.ceil(config.steps / batch)
+    steps = calls * batch
+    raw = _RawSide(env_cls, env_config, batch, config.seed)
+    try:
+        sample = _sampler(raw.envs[0])
+        lists = list(
+            _action_lists(sample, config.seed, config.warmup * batch, *[steps] * config.repeats)
+        )
+        progress(f"starting the {config.transport} server for {config.env}...")
+        async with _connect(config, options, config.frames) as (client, _pid):
+            mcp = _McpSide(client, batch, config.frames, config.seed)
+            await mcp.start()
+            warm_raw, warm_mcp = _Tally(), _Tally()
+            raw.run(lists[0], warm_raw)
+            await mcp.run(lists[0], warm_mcp)
+            raw_rates: list[float] = []
+            mcp_rates: list[float] = []
+            raw_tally, mcp_tally = _Tally(), _Tally()
+            for repeat, actions in enumerate(lists[1:]):
+                # ABBA order: neither side always runs right after the other.
+                if repeat % 2 == 0:
+                    raw.run(actions, raw_tally)
+                    await mcp.run(actions, mcp_tally)
+                else:
+                    await mcp.run(actions, mcp_tally)
+                    raw.run(actions, raw_tally)
+                raw_rates.append(steps / raw.elapsed)
+                mcp_rates.append(steps / mcp.elapsed)
+                progress(
+                    f"repeat {repeat + 1}/{config.repeats}: raw {raw_rates[-1]:,.0f} steps/s, "
+                    f"MCP {mcp_rates[-1]:,.0f} steps/s, ratio {mcp_rates[-1] / raw_rates[-1]:.3f}"
+                )
+    finally:
+        raw.close()
+    raw_median, mcp_median = _median(raw_rates), _median(mcp_rates)
+    return BenchResult(
+        env=config.env,
+        env_args=list(config.env_args),
+        options=env_config.model_dump(mode="json"),
+        transport=config.transport,
+        frames=config.frames,
+        batch=batch,
+        steps=steps,
+        repeats=config.repeats,
+        warmup=config.warmup,
+        seed=config.seed,
+        raw_steps_per_s=raw_median,
+        mcp_steps_per_s=mcp_median,
+        ratio=mcp_median / raw_median,
+        raw_ms_per_step=1000.0 / raw_median,
+        mcp_ms_per_step=1000.0 / mcp_median,
+        mcp_ms_per_call=1000.0 * batch / mcp_median,
+        raw_steps_per_s_repeats=raw_rates,
+        mcp_steps_per_s_repeats=mcp_rates,
+        ratio_repeats=[m / r for m, r in zip(mcp_rates, raw_rates, strict=True)],
+        raw_reward_total=raw_tally.reward,
+        mcp_reward_total=mcp_tally.reward,
+        raw_episodes_ended=raw_tally.ended,
+        mcp_episodes_ended=mcp_tally.ended,
+    )
+
+
+async def _live(config: BenchConfig, count: int, progress: Progress) -> LiveResult:
+    config.check()
+    if count < 1:
+        raise ArgumentError(f"--live-episodes must be at least 1, got {count}")
+    env_cls, env_config, options = _resolve(config)
+    prototype = env_cls(env_config)
+    try:
+        sample = _sampler(prototype)
+    finally:
+        prototype.close()
+    rng = np.random.default_rng(config.seed)
+    progress(f"starting the {config.transport} server for {config.env}...")
+    # Room for every episode, whatever the server's default limit.
+    async with _connect(config, options, "raw", max_episodes=max(count, 1024)) as (root, pid):
+        gc.collect()
+        rss_before = _rss_mib(pid)
+        clients = [root, *(root.spawn() for _ in range(count - 1))]
+        start = time.perf_counter()
+        for i, client in enumerate(clients):
+            await client.reset(seed=config.seed + i)
+            if (i + 1) % 100 == 0:
+                took = time.perf_counter() - start
+                progress(f"opened {i + 1}/{count} episodes ({took:.0f} s)")
+        open_s = time.perf_counter() - start
+        start = time.perf_counter()
+        failures: list[str] = []
+        for client in clients:
+            try:
+                await client.call("step", action=sample(rng), frames="none")
+            except OpenEnvError as exc:
+                failures.append(f"{client.episode_id}: {type(exc).__name__}: {exc}")
+        step_check_s = time.perf_counter() - start
+        gc.collect()
+        rss_after = _rss_mib(pid)
+        if config.transport == "memory":
+            # The server lives in this process: free its episodes (a subprocess just exits).
+            for client in clients[1:]:
+                await client.close()
+    per_episode = (
+        None if rss_before is None or rss_after is None else (rss_after - rss_before) / count
+    )
+    return LiveResult(
+        env=config.env,
+        env_args=list(config.env_args),
+        options=env_config.model_dump(mode="json"),
+        transport=config.transport,
+        live_episodes=count,
+        rss_of="this process" if config.transport == "memory" else "server process",
+        rss_before_mib=rss_before,
+        rss_after_mib=rss_after,
+        mib_per_episode=per_episode,
+        answered=count - len(failures),
+        failures=failures,
+        open_s=open_s,
+        step_check_s=step_check_s,
+    )
+
+
+def _quiet(message: str) -> None:
+    return None
+
+
+def run_bench(config: BenchConfig, progress: Progress | None = None) -> BenchResult:
+    """Benchmark ``config.env`` in-process and over MCP, in one run.
+
+    Args:
+        config: what to run (see :class:`BenchConfig`).
+        progress: called with a line of progress now and then (the CLI writes
+            it to stderr).
+
+    Returns:
+        The medians, per-repeat figures and facts about the machine.
+
+    Raises:
+        OpenEnvError: a bad option, an unknown environment, or a server that
+            failed (:class:`~openenv_mcp.errors.ServerDied`).
+    """
+    return anyio.run(_bench, config, progress or _quiet)
+
+
+def run_live(config: BenchConfig, count: int, progress: Progress | None = None) -> LiveResult:
+    """Open ``count`` episodes on one server over ``config.transport``; measure memory.
+
+    Each episode is reset (seeded ``seed + i``), then every one is stepped once
+    (``frames="none"``) to check it still answers. Memory is the server
+    process's resident set (this process's for ``"memory"``) after connecting
+    and after the step check.
+
+    Raises:
+        OpenEnvError: as :func:`run_bench`.
+    """
+    return anyio.run(_live, config, count, progress or _quiet)
