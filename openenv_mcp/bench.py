@@ -158,8 +158,18 @@ def _environment_facts() -> dict[str, Any]:
     }
 
 
+class _Report:
+    """A result dataclass with a ``facts`` field, printed flat by ``--json``."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as one flat JSON-able object (the facts merged in)."""
+        data = asdict(self)  # type: ignore[call-overload]
+        facts = data.pop("facts")
+        return {**data, **facts}
+
+
 @dataclass
-class BenchResult:
+class BenchResult(_Report):
     """The figures of one :func:`run_bench` run; :meth:`as_dict` is the ``--json`` form.
 
     Steps are environment steps (a batch of N counts N). Figures are medians
@@ -193,12 +203,6 @@ class BenchResult:
     mcp_episodes_ended: int
     facts: dict[str, Any] = field(default_factory=_environment_facts)
 
-    def as_dict(self) -> dict[str, Any]:
-        """Every field as one flat JSON-able object (the facts merged in)."""
-        data = asdict(self)
-        facts = data.pop("facts")
-        return {**data, **facts}
-
     def table(self) -> str:
         """A short human-readable table of the figures."""
         lines = [
@@ -217,7 +221,7 @@ class BenchResult:
 
 
 @dataclass
-class LiveResult:
+class LiveResult(_Report):
     """The figures of one :func:`run_live` scale check; :meth:`as_dict` is the ``--json`` form.
 
     ``rss_*`` are of the server process (stdio, http) or of this process
@@ -239,12 +243,6 @@ class LiveResult:
     open_s: float
     step_check_s: float
     facts: dict[str, Any] = field(default_factory=_environment_facts)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Every field as one flat JSON-able object (the facts merged in)."""
-        data = asdict(self)
-        facts = data.pop("facts")
-        return {**data, **facts}
 
     def table(self) -> str:
         """A short human-readable summary."""
