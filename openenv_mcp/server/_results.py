@@ -52,9 +52,12 @@ class Observed:
     observation: Any  # JSON-able, or a raw-array dict, or None when not sent
 
 
-def observe(env: Environment, observation: Any, frames: Frames) -> Observed:
-    """Render and encode what a call asked for. Runs with the episode lock held."""
-    spec = env.observation_spec
+def observe(env: Environment, spec: ObservationSpec, observation: Any, frames: Frames) -> Observed:
+    """Render and encode what a call asked for. Runs with the episode lock held.
+
+    ``spec`` is the server's copy of the environment's (static) observation spec,
+    read once rather than rebuilt on every step.
+    """
     png = None
     if spec.has_frame and frames in ("png", "both"):
         frame = env.render()
@@ -66,7 +69,7 @@ def observe(env: Environment, observation: Any, frames: Frames) -> Observed:
     return Observed(png, None)
 
 
-def _summary(episode: Episode, env: Environment, headline: str) -> str:
+def _summary(episode: Episode, env: Environment, spec: ObservationSpec, headline: str) -> str:
     parts = [
         f"{headline} episode {episode.id}: step {episode.step}, reward {episode.reward:g}, "
         f"return {episode.episode_return:g}"
@@ -78,7 +81,7 @@ def _summary(episode: Episode, env: Environment, headline: str) -> str:
         why = "terminated" if episode.terminated else "truncated"
         parts.append(f"episode ended ({why}); call reset to play again")
     text = env.observation_text(episode.observation)
-    if text is None and env.observation_spec.kind != "array":
+    if text is None and spec.kind != "array":
         text = repr(episode.observation)
     if text is not None:
         parts.append(f"observation: {text if len(text) <= 300 else text[:297] + '...'}")
@@ -163,12 +166,13 @@ def image_block(png: bytes) -> dict[str, Any]:
 def episode_result(
     episode: Episode,
     env: Environment,
+    spec: ObservationSpec,
     observed: Observed,
     headline: str,
     extra_text: str = "",
 ) -> Reply:
     """The answer of every episode tool: structured view, one text line, image."""
-    text = _summary(episode, env, headline)
+    text = _summary(episode, env, spec, headline)
     if extra_text:
         text += f"\n{extra_text}"
     content = [text_block(text)]
