@@ -41,11 +41,10 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 import anyio
-import mcp_types
 import numpy as np
 from pydantic import BaseModel
 
-from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.client import MCPEnvClient, step_batch
 from openenv_mcp.client._connect import Target
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, error_from_wire
@@ -67,8 +66,9 @@ __all__ = [
 
 #: Where the MCP side's server runs.
 BenchTransport = Literal["memory", "stdio", "http"]
-#: How observations come back over MCP: PNG decoded to an array, raw array, or not at all.
-BenchFrames = Literal["png", "raw", "none"]
+#: How observations come back over MCP: PNG decoded to an array, zstd-compressed
+#: or plain raw array, or not at all.
+BenchFrames = Literal["png", "zstd", "raw", "none"]
 
 #: Environment steps per side per repeat: a few seconds a row for Atari over stdio.
 DEFAULT_STEPS = 500
@@ -94,7 +94,8 @@ class BenchConfig:
             they are to a server subprocess, parsed for the in-process side.
         transport: ``"memory"`` (server object in this process), ``"stdio"``
             (a subprocess) or ``"http"`` (a subprocess on a free loopback port).
-        frames: ``"png"`` (images, decoded to arrays by the client), ``"raw"``
+        frames: ``"png"`` (images, decoded to arrays by the client), ``"zstd"``
+            (compressed arrays, the client's default), ``"raw"``
             (compact arrays) or ``"none"`` (the observation is not sent).
         batch: episodes stepped together (one ``step_batch`` call per step over MCP).
         steps: environment steps per side per repeat (rounded up to a multiple of ``batch``).
@@ -106,7 +107,7 @@ class BenchConfig:
     env: str
     env_args: tuple[str, ...] = ()
     transport: BenchTransport = "stdio"
-    frames: BenchFrames = "raw"
+    frames: BenchFrames = "zstd"
     batch: int = 1
     steps: int = DEFAULT_STEPS
     repeats: int = DEFAULT_REPEATS
@@ -122,8 +123,8 @@ class BenchConfig:
             raise ArgumentError(f"--warmup must be 0 or more, got {self.warmup}")
         if self.transport not in ("memory", "stdio", "http"):
             raise ArgumentError(f"transport must be memory, stdio or http, got {self.transport!r}")
-        if self.frames not in ("png", "raw", "none"):
-            raise ArgumentError(f"frames must be png, raw or none, got {self.frames!r}")
+        if self.frames not in ("png", "zstd", "raw", "none"):
+            raise ArgumentError(f"frames must be png, zstd, raw or none, got {self.frames!r}")
 
 
 def _median(values: Sequence[float]) -> float:
@@ -345,10 +346,10 @@ class _RawSide:
 class _McpSide:
     """N episodes on one MCP connection, stepped as a trainer would.
 
-    batch 1: :meth:`MCPEnvClient.step` (frames raw or png), or the ``step`` tool
+    batch 1: :meth:`MCPEnvClient.step` (frames zstd, raw or png), or the ``step`` tool
     with ``frames="none"`` through :meth:`MCPEnvClient.call` (the client itself
-    only asks for raw or png). batch N: one ``step_batch`` call per step over the
-    connection, decoded by the client as :class:`MCPVectorEnv` does.
+    always asks for the observation). batch N: :func:`step_batch`, one
+    ``step_batch`` call per step over the connection, as :class:`MCPVectorEnv` does.
     """
 
     def __init__(self, root: MCPEnvClient, batch: int, frames: BenchFrames, seed: int) -> None:
@@ -379,56 +380,44 @@ class _McpSide:
             if n > 1:
                 await self._step_batch(group, tally)
             elif self.frames == "none":
-                await self._step_bare(group[0], tally)
+                view = await self.root.call("step", action=group[0], frames="none")
+                await self._count(self.root, view, tally)
             else:
-                client = self.clients[0]
-                _, reward, terminated, truncated, _ = await client.step(group[0])
-                tally.reward += reward
-                if terminated or truncated:
-                    tally.ended += 1
-                    await self._reset(client)
+                _, reward, terminated, truncated, _ = await self.root.step(group[0])
+                await self._count(
+                    self.root, {"reward": reward, "ended": terminated or truncated}, tally
+                )
         self.elapsed = time.perf_counter() - start - self._paused
 
-    async def _reset(self, client: MCPEnvClient) -> None:
-        began = time.perf_counter()
-        await client.reset(seed=self._seeds())
-        self._paused += time.perf_counter() - began
-
-    async def _step_bare(self, action: Any, tally: _Tally) -> None:
-        client = self.clients[0]
-        view = await client.call("step", action=action, frames="none")
-        tally.reward += float(view["reward"])
-        if view["terminated"] or view["truncated"]:
-            tally.ended += 1
-            await self._reset(client)
-
     async def _step_batch(self, actions: list[Any], tally: _Tally) -> None:
-        # The client has no public batched step outside MCPVectorEnv (sync, with
-        # autoreset and Gymnasium batching on top); this is its _step_group, bare.
-        clients = self.clients
+        if self._wire_frames != "none":
+            transitions = await step_batch(self.clients, actions)
+            for client, (_, reward, terminated, truncated, _) in zip(
+                self.clients, transitions, strict=True
+            ):
+                await self._count(
+                    client, {"reward": reward, "ended": terminated or truncated}, tally
+                )
+            return
+        # The client always asks for observations; "none" is the bare tool call.
         steps = [
-            {"episode_id": c.episode_id, "action": a} for c, a in zip(clients, actions, strict=True)
+            {"episode_id": c.episode_id, "action": a}
+            for c, a in zip(self.clients, actions, strict=True)
         ]
-        answer = await self.root._conn.call(
-            _STEP_BATCH, {"steps": steps, "frames": self._wire_frames}
-        )
-        views = (answer.structured_content or {}).get("results")
-        if not isinstance(views, list) or len(views) != len(steps):
-            raise OpenEnvError(f"{_STEP_BATCH} answered {views!r:.200} for {len(steps)} steps")
-        images = [c for c in answer.content if isinstance(c, mcp_types.ImageContent)]
-        for client, view in zip(clients, views, strict=True):
+        answer = await self.root.call(_STEP_BATCH, steps=steps, frames="none")
+        for client, view in zip(self.clients, answer["results"], strict=True):
             if "error" in view:
                 raise error_from_wire(str(view["error"]))
-            if self._wire_frames == "none":
-                reward, ended = float(view["reward"]), view["terminated"] or view["truncated"]
-            else:
-                content = [images[view["image"]]] if "image" in view else []
-                _, reward, terminated, truncated, _ = client._transition_of(view, content)
-                ended = terminated or truncated
-            tally.reward += reward
-            if ended:
-                tally.ended += 1
-                await self._reset(client)
+            await self._count(client, view, tally)
+
+    async def _count(self, client: MCPEnvClient, view: dict[str, Any], tally: _Tally) -> None:
+        """Add a step's reward; reset (untimed) an episode that ended."""
+        tally.reward += float(view["reward"])
+        if view.get("ended") or view.get("terminated") or view.get("truncated"):
+            tally.ended += 1
+            began = time.perf_counter()
+            await client.reset(seed=self._seeds())
+            self._paused += time.perf_counter() - began
 
 
 # -- servers --------------------------------------------------------------------------------
@@ -538,7 +527,7 @@ async def _connect(
 ) -> AsyncIterator[tuple[MCPEnvClient, int | None]]:
     """A connected client over ``config.transport``, and the PID whose memory is the server's."""
     extra = ["--max-episodes", str(max_episodes)] if max_episodes else []
-    client_frames: Any = "png" if frames == "png" else "raw"
+    client_frames: Any = "zstd" if frames == "none" else frames
     if config.transport == "memory":
         settings = ServerSettings(max_episodes=max_episodes) if max_episodes else None
         target: Target = build_server(config.env, settings=settings, **options)

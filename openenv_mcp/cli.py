@@ -231,11 +231,12 @@ def bench(
         typer.Option(help="Where the MCP side's server runs."),
     ] = "stdio",
     frames: Annotated[
-        Literal["png", "raw", "none"],
+        Literal["png", "zstd", "raw", "none"],
         typer.Option(
-            help="Observations over MCP: png (decoded to arrays), raw arrays, or none sent."
+            help="Observations over MCP: png (decoded to arrays), zstd-compressed arrays, "
+            "plain raw arrays, or none sent."
         ),
-    ] = "raw",
+    ] = "zstd",
     batch: Annotated[
         int, typer.Option(help="Episodes stepped together (one step_batch call per step).")
     ] = 1,

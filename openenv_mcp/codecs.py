@@ -6,12 +6,18 @@ Two forms:
   compression level 1 is the cheapest that keeps Atari frames small
   (about 0.4 ms and 1-3 KB for a 210x160 frame).
 * compact raw arrays, for trainers: ``{"data": base64, "shape": [...],
-  "dtype": "uint8"}``; no image codec on either side.
+  "dtype": "uint8"}``; no image codec on either side. With
+  ``"encoding": "zstd"`` the bytes are one standard zstd frame (RFC 8878,
+  level 1) of the array bytes: an Atari frame goes from 100 KB to a few
+  hundred bytes for ~0.02 ms each way, which is what lets a batch of 16 frames
+  cross a pipe in a fraction of the time the emulator took to make them.
 """
 
 from __future__ import annotations
 
 import io
+import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -19,9 +25,11 @@ from PIL import Image
 
 # pybase64 is ~10x faster than the stdlib on 100 KB frames.
 from pybase64 import b64decode, b64decode_as_bytearray, b64encode
+from zstandard import ZstdCompressor, ZstdDecompressor, ZstdError, frame_content_size
 
 __all__ = [
     "PNG_MIME",
+    "ZSTD",
     "b64_text",
     "decode_png",
     "decode_raw",
@@ -34,6 +42,20 @@ __all__ = [
 
 PNG_MIME = "image/png"
 _PNG_LEVEL = 1
+#: The one compressed encoding of raw arrays.
+ZSTD = "zstd"
+_ZSTD_LEVEL = 1
+
+
+class _Zstd(threading.local):
+    """Per-thread zstd contexts: building one costs ~14 µs, and they are not thread-safe."""
+
+    def __init__(self) -> None:
+        self.compressor = ZstdCompressor(level=_ZSTD_LEVEL)
+        self.decompressor = ZstdDecompressor()
+
+
+_zstd = _Zstd()
 
 
 def encode_png(frame: np.ndarray) -> bytes:
@@ -55,13 +77,25 @@ def decode_png(data: bytes) -> np.ndarray:
         return np.asarray(image.convert("RGB"))
 
 
-def encode_raw(array: np.ndarray) -> dict[str, Any]:
-    """An array as ``{"data": base64, "shape": [...], "dtype": str}``."""
-    array = np.ascontiguousarray(array)
+def encode_raw(array: np.ndarray, *, compress: bool = False) -> dict[str, Any]:
+    """An array as ``{"data": base64, "shape": [...], "dtype": str}``.
+
+    With ``compress``, the bytes are zstd-compressed first and the dict says
+    ``"encoding": "zstd"``.
+    """
+    # Not np.ascontiguousarray: it turns a 0-d array into shape (1,).
+    array = np.asarray(array, order="C")
+    if not compress:
+        return {
+            "data": b64encode(array.data).decode("ascii"),
+            "shape": list(array.shape),
+            "dtype": array.dtype.str,
+        }
     return {
-        "data": b64encode(array.tobytes()).decode("ascii"),
+        "data": b64encode(_zstd.compressor.compress(array.data)).decode("ascii"),
         "shape": list(array.shape),
         "dtype": array.dtype.str,
+        "encoding": ZSTD,
     }
 
 
@@ -74,19 +108,37 @@ def decode_raw(value: dict[str, Any]) -> np.ndarray:
     """Rebuild the array from :func:`encode_raw` output.
 
     Raises:
-        ValueError: when the byte count does not match shape and dtype.
+        ValueError: when the byte count does not match shape and dtype, or the
+            encoding is unknown or its bytes are not what it says.
     """
     dtype = np.dtype(value["dtype"])
     shape = tuple(int(n) for n in value["shape"])
+    expected = math.prod(shape) * dtype.itemsize
+    encoding = value.get("encoding")
     # A bytearray makes the array writable at no extra copy (bytes would not):
     # trainers scale frames in place, and torch.from_numpy warns on read-only arrays.
     data = b64decode_as_bytearray(value["data"])
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if encoding == ZSTD:
+        data = _unzstd(data, expected)
+    elif encoding is not None:
+        raise ValueError(f"raw array encoding must be absent or {ZSTD!r}, got {encoding!r}")
     if len(data) != expected:
         raise ValueError(
             f"raw array of shape {shape} and dtype {dtype} needs {expected} bytes, got {len(data)}"
         )
     return np.frombuffer(data, dtype=dtype).reshape(shape)
+
+
+def _unzstd(data: bytearray, expected: int) -> bytearray:
+    """Decompress one zstd frame that must hold exactly ``expected`` bytes."""
+    try:
+        # Checked before decompressing: the header's size is what gets allocated.
+        size = frame_content_size(data)
+        if size != expected:
+            raise ValueError(f"zstd frame holds {size} bytes, the array needs {expected}")
+        return bytearray(_zstd.decompressor.decompress(data))
+    except ZstdError as exc:
+        raise ValueError(f"raw array data is not a valid zstd frame: {exc}") from exc
 
 
 def b64_text(data: bytes) -> str:

@@ -161,6 +161,23 @@ async def test_image_is_the_emulator_screen_exactly() -> None:
             emu.close()
 
 
+async def test_zstd_frames_are_the_raw_frames_compressed() -> None:
+    for obs_type, shape in (("rgb", [210, 160, 3]), ("grayscale", [210, 160]), ("ram", [128])):
+        server = build_server("atari", game="breakout", obs_type=obs_type)
+        async with Client(server) as client:
+            await call(client, "reset", seed=3)
+            for _ in range(10):
+                step = await call(client, "step", action="FIRE", frames="zstd")
+                packed = step.structured_content["observation"]
+                state = await call(client, "state", frames="raw")
+                plain = state.structured_content["observation"]
+                assert packed["encoding"] == "zstd" and "encoding" not in plain
+                assert packed["shape"] == plain["shape"] == shape
+                assert np.array_equal(decode_raw(packed), decode_raw(plain))
+            if obs_type == "rgb":  # 134 KB of base64 raw; a few KB compressed
+                assert len(packed["data"]) * 20 < len(plain["data"])
+
+
 async def test_png_matches_a_reference_emulator_frame_for_frame() -> None:
     """A seeded episode over MCP equals the same episode on a bare AtariEmulator."""
     emu = AtariEmulator(AtariConfig(game="breakout"))

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from openenv_mcp.bench import DEFAULT_REPEATS, DEFAULT_STEPS, DEFAULT_WARMUP, BenchConfig
 from openenv_mcp.cli import app, bench
+from openenv_mcp.client import MCPEnvClient
 
 runner = CliRunner()
 
@@ -77,14 +78,14 @@ def check_fields(data: dict[str, Any], repeats: int) -> None:
 def test_json_echo_memory_reports_every_field() -> None:
     data = bench_json("echo", "--transport", "memory", *TINY, "--max-steps", "4")
     check_fields(data, repeats=2)
-    assert (data["env"], data["transport"], data["frames"]) == ("echo", "memory", "raw")
+    assert (data["env"], data["transport"], data["frames"]) == ("echo", "memory", "zstd")
     assert data["options"]["max_steps"] == 4
     # Same seeds and actions on both sides: the same rewards and episode ends.
     assert data["raw_reward_total"] == pytest.approx(data["mcp_reward_total"])
     assert data["raw_episodes_ended"] == data["mcp_episodes_ended"] > 0
 
 
-@pytest.mark.parametrize("frames", ["raw", "none"])
+@pytest.mark.parametrize("frames", ["zstd", "raw", "none"])
 def test_json_echo_memory_batch_steps_the_same_workload(frames: str) -> None:
     args = ["--transport", "memory", "--batch", "3", "--frames", frames, *TINY]
     data = bench_json("echo", *args, "--max-steps", "3")
@@ -105,7 +106,9 @@ def test_json_echo_http() -> None:
     check_fields(data, repeats=2)
 
 
-@pytest.mark.parametrize(("frames", "batch"), [("png", "1"), ("raw", "2"), ("png", "2")])
+@pytest.mark.parametrize(
+    ("frames", "batch"), [("png", "1"), ("zstd", "1"), ("raw", "2"), ("zstd", "2"), ("png", "2")]
+)
 def test_json_atari_memory(frames: str, batch: str) -> None:
     args = ["--transport", "memory", "--frames", frames, "--batch", batch, *TINY]
     data = bench_json("atari", *args, "--game", "pong")
@@ -180,4 +183,10 @@ def test_cli_defaults_are_the_library_defaults() -> None:
     assert params["steps"].default == DEFAULT_STEPS == BenchConfig("x").steps
     assert params["repeats"].default == DEFAULT_REPEATS
     assert params["warmup"].default == DEFAULT_WARMUP
-    assert (params["transport"].default, params["frames"].default) == ("stdio", "raw")
+    config = BenchConfig("x")
+    assert (params["transport"].default, params["frames"].default) == (
+        config.transport,
+        config.frames,
+    )
+    # The bench measures what a trainer gets by default.
+    assert config.frames == inspect.signature(MCPEnvClient).parameters["frames"].default

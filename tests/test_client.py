@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fastmcp import FastMCP
 
-from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.client import MCPEnvClient, step_batch
 from openenv_mcp.client._connect import Target, _UncheckedSession, transport_for
 from openenv_mcp.errors import (
     ArgumentError,
@@ -181,6 +181,37 @@ async def test_spawned_episodes_run_concurrently_and_fork_identically(transport:
             with pytest.raises(UnknownEpisode):
                 await env.call("state", episode_id=gone)
             assert (await env.step("still here"))[4]["step"] == 2
+
+
+async def test_step_batch_steps_siblings_in_one_call(transport: str) -> None:
+    with anyio.fail_after(WAIT), serve_target(transport, "echo", "--max-steps", "2") as target:
+        async with MCPEnvClient(target) as env:
+            group = [env, env.spawn(), env.spawn()]
+            for k, client in enumerate(group):
+                await client.reset(seed=k)
+            for use_tool in (True, False):  # the step_batch tool, or one step call each
+                for client in group:
+                    await client.reset()
+                first = await step_batch(group, ["a", "bb", "ccc"], use_tool=use_tool)
+                assert [t[0] for t in first] == ["a", "bb", "ccc"]
+                assert [t[4]["step"] for t in first] == [1, 1, 1]
+                assert [t[4]["episode_id"] for t in first] == [c.episode_id for c in group]
+                # one illegal action: its error in place, the others stepped and recorded
+                mixed = await step_batch(
+                    group, ["x", 7, "y"], return_exceptions=True, use_tool=use_tool
+                )
+                assert isinstance(mixed[1], InvalidAction) and "got int" in str(mixed[1])
+                assert mixed[0][3] and mixed[2][3]  # truncated at --max-steps 2
+                with pytest.raises(ResetNeeded):  # raised by default: the first error
+                    await step_batch(group, ["p", "q", "r"], use_tool=use_tool)
+                assert (await group[1].state())[1]["step"] == 2  # its ended step, counted once
+            assert await step_batch([], []) == []
+            with pytest.raises(ArgumentError, match="one action per client, got 2 actions for 3"):
+                await step_batch(group, ["a", "b"])
+        async with MCPEnvClient(target) as other:
+            await other.reset()
+            with pytest.raises(ArgumentError, match="share one connection"):
+                await step_batch([group[0], other], ["a", "b"])
 
 
 async def test_env_tools(transport: str) -> None:

@@ -36,10 +36,11 @@ def reference_episode(seed: int, actions: list[int]) -> list[tuple[Any, ...]]:
         env.close()
 
 
-# Every transport with raw frames; the PNG decode path once (it is transport-independent).
+# Every transport with zstd frames (the default); plain raw and PNG decoding once
+# each (they are transport-independent).
 @pytest.mark.parametrize(
     ("transport", "frames"),
-    [("memory", "raw"), ("stdio", "raw"), ("http", "raw"), ("memory", "png")],
+    [("memory", "zstd"), ("stdio", "zstd"), ("http", "zstd"), ("stdio", "raw"), ("memory", "png")],
 )
 async def test_seeded_episode_equals_ale_py_frame_for_frame(transport: str, frames: str) -> None:
     actions = [int(a) for a in np.random.default_rng(1).integers(6, size=STEPS)]

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from fastmcp import Client
 
-from openenv_mcp.codecs import decode_raw, png_from_b64
+from openenv_mcp.codecs import png_from_b64
 from tests.servers import TRANSPORTS, open_client
 
 pytestmark = pytest.mark.anyio
@@ -210,15 +210,6 @@ async def test_static_and_episode_env_tools(transport: str) -> None:
             eid = (await call(client, "reset", options={"greeting": "g"}))["episode_id"]
             await call(client, "step", episode_id=eid, action="m")
             assert (await call(client, "history", episode_id=eid))["messages"] == ["g", "m"]
-
-
-def test_raw_codec_roundtrip() -> None:
-    import numpy as np
-
-    from openenv_mcp.codecs import encode_raw
-
-    array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
-    assert (decode_raw(encode_raw(array)) == array).all()
 
 
 async def test_step_batch(transport: str) -> None:

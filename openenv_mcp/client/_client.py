@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+import anyio
 import mcp_types
 import numpy as np
 from gymnasium import spaces
@@ -22,18 +23,19 @@ from openenv_mcp.errors import (
     UnknownEpisode,
     UnknownSnapshot,
     UnsupportedOption,
+    error_from_wire,
 )
 
 if TYPE_CHECKING:
     from openenv_mcp.client._gym import MCPGymEnv
     from openenv_mcp.client._sync import SyncEnvClient
 
-__all__ = ["ClientFrames", "MCPEnvClient"]
+__all__ = ["STEP_BATCH_TOOL", "ClientFrames", "MCPEnvClient", "step_batch"]
 
 log = logging.getLogger("openenv_mcp.client")
 
 #: How array observations travel: compact raw bytes, or PNG images decoded here.
-ClientFrames = Literal["raw", "png"]
+ClientFrames = Literal["zstd", "raw", "png"]
 
 #: Above the server's default per-call timeout (60 s), so a slow environment call
 #: reports the server's own EnvCallTimeout before this side gives up on the server.
@@ -42,6 +44,9 @@ DEFAULT_TIMEOUT = 90.0
 DEFAULT_CONNECT_TIMEOUT = 120.0
 
 Transition = tuple[Any, float, bool, bool, dict[str, Any]]
+
+#: The server tool that steps many episodes in one call.
+STEP_BATCH_TOOL = "step_batch"
 
 
 def wire_action(action: Any) -> Any:
@@ -71,9 +76,11 @@ class MCPEnvClient:
 
     Args:
         target: what to connect to (see above).
-        frames: how array observations travel: ``"raw"`` (compact bytes, the
-            fastest) or ``"png"`` (images, smaller on a slow link; only for
-            observations that are the frame).
+        frames: how array observations travel; the client always hands out
+            numpy arrays. ``"zstd"`` (the default: the array's bytes
+            zstd-compressed, a few hundred bytes for an Atari frame, the
+            fastest), ``"raw"`` (the bytes as they are) or ``"png"`` (images;
+            only for observations that are the frame).
         timeout: seconds one call may take; past it the server counts as hung
             and :class:`~openenv_mcp.errors.ServerDied` is raised.
         connect_timeout: seconds to start the server and connect.
@@ -93,15 +100,15 @@ class MCPEnvClient:
         self,
         target: Target,
         *,
-        frames: ClientFrames = "raw",
+        frames: ClientFrames = "zstd",
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         check_results: bool = False,
         server_log: Path | TextIO | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
-        if frames not in ("raw", "png"):
-            raise ArgumentError(f"frames must be 'raw' or 'png', got {frames!r}")
+        if frames not in ("zstd", "raw", "png"):
+            raise ArgumentError(f"frames must be 'zstd', 'raw' or 'png', got {frames!r}")
         options: dict[str, Any] = {
             "frames": frames,
             "timeout": timeout,
@@ -160,7 +167,7 @@ class MCPEnvClient:
             await self.close()
             raise ArgumentError(
                 f"frames='png' needs observations that are frames, but {spec.env}'s "
-                f"observation is a {obs.dtype} {list(obs.shape or ())} array; use frames='raw'"
+                f"observation is a {obs.dtype} {list(obs.shape or ())} array; use frames='zstd'"
             )
         return self
 
@@ -229,7 +236,7 @@ class MCPEnvClient:
 
     def _wire_frames(self) -> str:
         # Only array observations travel as frames; asking for "raw" elsewhere
-        # spares the server a PNG encode that nobody would look at.
+        # (where it means the JSON observation) spares the server a PNG encode.
         return self.frames if self.spec.observation.kind == "array" else "raw"
 
     def _observe(self, result: mcp_types.CallToolResult) -> tuple[Any, dict[str, Any]]:
@@ -443,3 +450,83 @@ class MCPEnvClient:
     def __repr__(self) -> str:
         state = "connected" if self.connected else "closed" if self._closed else "not connected"
         return f"<MCPEnvClient {self._conn.description!r} {state} episode={self._episode_id}>"
+
+
+async def step_batch(
+    clients: Sequence[MCPEnvClient],
+    actions: Sequence[Any],
+    *,
+    return_exceptions: bool = False,
+    use_tool: bool = True,
+) -> list[Any]:
+    """Step several episodes of one server together, in one ``step_batch`` call.
+
+    ``clients`` share a connection (a client and its :meth:`~MCPEnvClient.spawn`
+    siblings, each reset); ``actions`` holds one action for each::
+
+        group = [root, *(root.spawn() for _ in range(15))]
+        ...
+        transitions = await step_batch(group, actions)
+
+    Where the server does not list ``step_batch`` (or with ``use_tool=False``),
+    each episode gets its own ``step`` call, all in flight together. Either way every episode that
+    stepped is recorded in its client before an error is raised, so no step
+    happens on the server unseen here.
+
+    Returns:
+        One ``(observation, reward, terminated, truncated, info)`` per client,
+        in order (with ``return_exceptions``, an episode's error in its place).
+
+    Raises:
+        OpenEnvError: the first episode's error (an illegal action, an ended
+            episode...), unless ``return_exceptions``.
+        ArgumentError: ``clients`` and ``actions`` differ in length, or the
+            clients are not on one connection.
+    """
+    if len(clients) != len(actions):
+        raise ArgumentError(
+            f"step_batch: one action per client, got {len(actions)} actions "
+            f"for {len(clients)} clients"
+        )
+    if not clients:
+        return []
+    conn = clients[0]._conn
+    if any(c._conn is not conn for c in clients):
+        raise ArgumentError(
+            "step_batch: the clients must share one connection (a client and its spawn()s)"
+        )
+    outcomes: list[Any] = [None] * len(clients)
+    if use_tool and STEP_BATCH_TOOL in conn.tools:
+        steps = [
+            {"episode_id": c._require_episode("step"), "action": wire_action(a)}
+            for c, a in zip(clients, actions, strict=True)
+        ]
+        answer = await conn.call(
+            STEP_BATCH_TOOL, {"steps": steps, "frames": clients[0]._wire_frames()}
+        )
+        views = (answer.structured_content or {}).get("results")
+        if not isinstance(views, list) or len(views) != len(steps):
+            raise OpenEnvError(f"{STEP_BATCH_TOOL} answered {views!r:.200} for {len(steps)} steps")
+        images = [c for c in answer.content if isinstance(c, mcp_types.ImageContent)]
+        for i, (client, view) in enumerate(zip(clients, views, strict=True)):
+            if "error" in view:
+                outcomes[i] = error_from_wire(str(view["error"]))
+            else:
+                content = [images[view["image"]]] if "image" in view else []
+                outcomes[i] = client._transition_of(view, content)
+    else:
+
+        async def step_one(i: int) -> None:
+            try:
+                outcomes[i] = await clients[i].step(actions[i])
+            except OpenEnvError as exc:
+                outcomes[i] = exc
+
+        async with anyio.create_task_group() as group:
+            for i in range(len(clients)):
+                group.start_soon(step_one, i)
+    if not return_exceptions:
+        for outcome in outcomes:
+            if isinstance(outcome, OpenEnvError):
+                raise outcome
+    return outcomes

@@ -151,7 +151,7 @@ class SyncEnvClient:
 
     @property
     def frames(self) -> ClientFrames:
-        """How array observations travel (``"raw"`` or ``"png"``)."""
+        """How array observations travel (``"zstd"``, ``"raw"`` or ``"png"``)."""
         return self._client.frames
 
     @property

@@ -2,7 +2,7 @@
 
 Episodes are stepped with one batched ``step_batch`` call per server per step
 where the server lists that tool, else with one ``step`` call each, all in
-flight together. That choice is made in one place: :meth:`MCPVectorEnv._step_group`.
+flight together. That choice is made in one place: :func:`~openenv_mcp.client.step_batch`.
 """
 
 from __future__ import annotations
@@ -11,21 +11,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-import mcp_types
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from openenv_mcp.client._client import MCPEnvClient, Transition, wire_action
-from openenv_mcp.client._connect import Connection, Target
+from openenv_mcp.client._client import MCPEnvClient, Transition, step_batch
+from openenv_mcp.client._connect import Target
 from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
 from openenv_mcp.client._sync import EventLoopThread
-from openenv_mcp.errors import ArgumentError, OpenEnvError, ResetNeeded, error_from_wire
+from openenv_mcp.errors import ArgumentError, OpenEnvError, ResetNeeded
 
-__all__ = ["STEP_BATCH_TOOL", "MCPVectorEnv"]
-
-#: The batched step tool this client uses where a server lists it.
-STEP_BATCH_TOOL = "step_batch"
+__all__ = ["MCPVectorEnv"]
 
 
 class MCPVectorEnv(VectorEnv[Any, Any, Any]):
@@ -298,15 +294,11 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         results: dict[int, Transition] = {}
 
         async def step_groups() -> None:
-            groups: dict[int, tuple[Connection, list[int]]] = {}
+            groups: dict[int, list[int]] = {}  # by connection
             for i in stepping:
-                conn = self.clients[i]._conn
-                groups.setdefault(id(conn), (conn, []))[1].append(i)
+                groups.setdefault(id(self.clients[i]._conn), []).append(i)
             await self._gather(
-                [
-                    _bind(self._step_group, results, conn, members, actions)
-                    for conn, members in groups.values()
-                ]
+                [_bind(self._step_group, results, members, actions) for members in groups.values()]
             )
 
         async def autoreset_one(i: int) -> None:  # NEXT_STEP: this step resets instead of acting
@@ -328,44 +320,25 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
     async def _step_group(
         self,
         results: dict[int, Transition],
-        conn: Connection,
         indices: list[int],
         actions: list[Any],
     ) -> None:
-        """Step the episodes that share one connection: THE batching hook.
+        """Step the episodes that share one connection (see :func:`step_batch`).
 
-        Where the server lists ``step_batch``, one call steps the whole group:
-        ``{"steps": [{"episode_id", "action"}, ...], "frames"}`` in, ``{"results":
-        [step view, or {"episode_id", "error": "Name: message"}, ...]}`` out, in
-        order, a view's ``"image"`` indexing the result's images. Otherwise each
-        episode gets its own ``step`` call, all in flight at once. Either way
-        every episode that stepped is recorded before the first error is raised.
+        Every episode that stepped is recorded before the first error is raised.
         """
-        clients = [self.clients[i] for i in indices]
-        if not (self._batch and STEP_BATCH_TOOL in conn.tools):
-
-            async def step_one(i: int) -> None:
-                results[i] = await self.clients[i].step(actions[i])
-
-            await self._gather([_bind(step_one, i) for i in indices])
-            return
-        steps = [
-            {"episode_id": c._require_episode("step"), "action": wire_action(actions[i])}
-            for i, c in zip(indices, clients, strict=True)
-        ]
-        args = {"steps": steps, "frames": clients[0]._wire_frames()}
-        answer = await conn.call(STEP_BATCH_TOOL, args)
-        views = (answer.structured_content or {}).get("results")
-        if not isinstance(views, list) or len(views) != len(indices):
-            raise OpenEnvError(f"{STEP_BATCH_TOOL} answered {views!r:.200} for {len(steps)} steps")
-        images = [c for c in answer.content if isinstance(c, mcp_types.ImageContent)]
+        outcomes = await step_batch(
+            [self.clients[i] for i in indices],
+            [actions[i] for i in indices],
+            return_exceptions=True,
+            use_tool=self._batch,
+        )
         first_error: OpenEnvError | None = None
-        for i, client, view in zip(indices, clients, views, strict=True):
-            if "error" in view:
-                first_error = first_error or error_from_wire(str(view["error"]))
-                continue
-            content = [images[view["image"]]] if "image" in view else []
-            results[i] = client._transition_of(view, content)
+        for i, outcome in zip(indices, outcomes, strict=True):
+            if isinstance(outcome, OpenEnvError):
+                first_error = first_error or outcome
+            else:
+                results[i] = outcome
         if first_error is not None:
             raise first_error
 

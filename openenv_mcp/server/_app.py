@@ -58,7 +58,8 @@ FramesArg = Annotated[
     Frames | None,
     Field(
         description="How to return the observation: 'png' (an image; the default), 'raw' "
-        "(compact base64 array in structuredContent, for trainers), 'both', or 'none'.",
+        "(base64 array in structuredContent, for trainers), 'zstd' (the same array "
+        "zstd-compressed: far smaller for Atari frames), 'both' (png and raw), or 'none'.",
     ),
 ]
 

@@ -64,8 +64,8 @@ def observe(env: Environment, spec: ObservationSpec, observation: Any, frames: F
         png = encode_png(frame) if frame is not None else None
     if spec.kind != "array":
         return Observed(png, to_jsonable(observation))
-    if frames in ("raw", "both"):
-        return Observed(png, encode_raw(np.asarray(observation)))
+    if frames in ("raw", "both", "zstd"):
+        return Observed(png, encode_raw(np.asarray(observation), compress=frames == "zstd"))
     return Observed(png, None)
 
 
@@ -205,11 +205,16 @@ def observation_schema(spec: ObservationSpec) -> dict[str, Any]:
     return {
         "type": "object",
         "description": f"The observation as a raw array ({spec.dtype} {list(spec.shape or ())}); "
-        "sent when the call asks for frames 'raw' or 'both'.",
+        "sent when the call asks for frames 'raw', 'zstd' or 'both'.",
         "properties": {
-            "data": {"type": "string", "description": "base64 of the C-order array bytes"},
+            "data": {
+                "type": "string",
+                "description": "base64 of the C-order array bytes (with encoding 'zstd': of "
+                "one zstd frame holding them)",
+            },
             "shape": {"type": "array", "items": {"type": "integer"}},
             "dtype": {"type": "string", "description": "numpy dtype string, e.g. '|u1'"},
+            "encoding": {"type": "string", "enum": ["zstd"], "description": "absent: plain"},
         },
         "required": ["data", "shape", "dtype"],
     }

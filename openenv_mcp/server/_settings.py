@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["ServerSettings"]
 
-Frames = Literal["png", "raw", "both", "none"]
+Frames = Literal["png", "raw", "zstd", "both", "none"]
 
 
 class ServerSettings(BaseModel):
@@ -37,7 +37,7 @@ class ServerSettings(BaseModel):
     default_frames: Frames = Field(
         "png",
         description="Observation form when a call does not say: png image, raw array, "
-        "both, or none.",
+        "zstd-compressed raw array, both (png and raw), or none.",
     )
     env_threads: bool | None = Field(
         None,
