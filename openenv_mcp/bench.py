@@ -45,12 +45,11 @@ import numpy as np
 from pydantic import BaseModel
 
 from openenv_mcp.client import MCPEnvClient, step_batch
-from openenv_mcp.client._connect import Target
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, error_from_wire
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import ServerSettings, build_server
-from openenv_mcp.server._build import make_config
+from openenv_mcp.server._build import get_app, make_config
 
 __all__ = [
     "DEFAULT_REPEATS",
@@ -98,6 +97,7 @@ class BenchConfig:
             (compressed arrays, the client's default), ``"raw"``
             (compact arrays) or ``"none"`` (the observation is not sent).
         batch: episodes stepped together (one ``step_batch`` call per step over MCP).
+        workers: the server's worker processes (``serve --workers``; 0: none).
         steps: environment steps per side per repeat (rounded up to a multiple of ``batch``).
         repeats: timed repeats per side; the figures are medians.
         warmup: untimed calls per side before the first repeat.
@@ -109,6 +109,7 @@ class BenchConfig:
     transport: BenchTransport = "stdio"
     frames: BenchFrames = "zstd"
     batch: int = 1
+    workers: int = 0
     steps: int = DEFAULT_STEPS
     repeats: int = DEFAULT_REPEATS
     warmup: int = DEFAULT_WARMUP
@@ -121,6 +122,8 @@ class BenchConfig:
                 raise ArgumentError(f"--{name} must be at least 1, got {getattr(self, name)}")
         if self.warmup < 0:
             raise ArgumentError(f"--warmup must be 0 or more, got {self.warmup}")
+        if self.workers < 0:
+            raise ArgumentError(f"--workers must be 0 or more, got {self.workers}")
         if self.transport not in ("memory", "stdio", "http"):
             raise ArgumentError(f"transport must be memory, stdio or http, got {self.transport!r}")
         if self.frames not in ("png", "zstd", "raw", "none"):
@@ -183,6 +186,7 @@ class BenchResult(_Report):
     transport: BenchTransport
     frames: BenchFrames
     batch: int
+    workers: int
     steps: int
     repeats: int
     warmup: int
@@ -209,6 +213,7 @@ class BenchResult(_Report):
         lines = [
             f"openenv-mcp bench {' '.join([self.env, *self.env_args])}: "
             f"transport {self.transport}, frames {self.frames}, batch {self.batch}, "
+            f"{self.workers} workers, "
             f"{self.steps} steps x {self.repeats} repeats (medians)",
             f"  {'':<22}{'steps/s':>10}{'ms/step':>10}",
             f"  {'raw (in-process)':<22}{self.raw_steps_per_s:>10,.0f}"
@@ -226,8 +231,10 @@ class LiveResult(_Report):
     """The figures of one :func:`run_live` scale check; :meth:`as_dict` is the ``--json`` form.
 
     ``rss_*`` are of the server process (stdio, http) or of this process
-    (memory), in MiB, read from ``/proc/PID/status`` (``None`` where there is no
-    ``/proc``).
+    (memory), with their worker processes, in MiB, read from
+    ``/proc/PID/status`` (``None`` where there is no ``/proc``): before is after
+    the first episode opened (which pays for lazy imports), so the figure per
+    episode is over the other ``live_episodes - 1``.
     """
 
     env: str
@@ -490,9 +497,9 @@ def _listening(port: int) -> bool:
         return False
 
 
-def _children() -> set[int]:
-    """PIDs of this process's children (Linux ``/proc``; empty elsewhere)."""
-    me = os.getpid()
+def _children(parent: int | None = None) -> set[int]:
+    """PIDs of the children of ``parent`` (this process by default; Linux ``/proc``, else empty)."""
+    me = os.getpid() if parent is None else parent
     found: set[int] = set()
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
@@ -507,18 +514,22 @@ def _children() -> set[int]:
     return found
 
 
-def _rss_mib(pid: int | None) -> float | None:
-    """Resident memory of ``pid`` in MiB (``VmRSS``), or ``None`` where it cannot be read."""
+def _rss_mib(pid: int | None, tree: bool = False) -> float | None:
+    """Resident memory of ``pid`` in MiB (``VmRSS``), or ``None`` where it cannot be read.
+
+    With ``tree``, of ``pid`` and its descendants (a server's worker processes).
+    """
     if pid is None:
         return None
     try:
         with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024 / _MIB
-    except OSError:
+            kib = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
         return None
-    return None
+    total = kib * 1024 / _MIB
+    if tree:
+        total += sum(_rss_mib(child, tree=True) or 0.0 for child in _children(pid))
+    return total
 
 
 @contextlib.asynccontextmanager
@@ -527,12 +538,19 @@ async def _connect(
 ) -> AsyncIterator[tuple[MCPEnvClient, int | None]]:
     """A connected client over ``config.transport``, and the PID whose memory is the server's."""
     extra = ["--max-episodes", str(max_episodes)] if max_episodes else []
+    if config.workers:
+        extra += ["--workers", str(config.workers)]
     client_frames: Any = "zstd" if frames == "none" else frames
     if config.transport == "memory":
-        settings = ServerSettings(max_episodes=max_episodes) if max_episodes else None
-        target: Target = build_server(config.env, settings=settings, **options)
-        async with MCPEnvClient(target, frames=client_frames) as client:
-            yield client, os.getpid()
+        settings = ServerSettings(
+            max_episodes=max_episodes or ServerSettings().max_episodes, workers=config.workers
+        )
+        server = build_server(config.env, settings=settings, **options)
+        try:
+            async with MCPEnvClient(server, frames=client_frames) as client:
+                yield client, os.getpid()
+        finally:
+            await get_app(server).aclose()
     elif config.transport == "stdio":
         before = _children()
         command = _serve_command(config.env, "stdio", config.env_args, *extra)
@@ -605,6 +623,7 @@ async def _bench(config: BenchConfig, progress: Progress) -> BenchResult:
         transport=config.transport,
         frames=config.frames,
         batch=batch,
+        workers=config.workers,
         steps=steps,
         repeats=config.repeats,
         warmup=config.warmup,
@@ -639,11 +658,14 @@ async def _live(config: BenchConfig, count: int, progress: Progress) -> LiveResu
     progress(f"starting the {config.transport} server for {config.env}...")
     # Room for every episode, whatever the server's default limit.
     async with _connect(config, options, "raw", max_episodes=max(count, 1024)) as (root, pid):
-        gc.collect()
-        rss_before = _rss_mib(pid)
-        clients = [root, *(root.spawn() for _ in range(count - 1))]
+        # The first episode pays for lazy imports (and starts any worker processes):
+        # memory per episode is counted from after it.
         start = time.perf_counter()
-        for i, client in enumerate(clients):
+        await root.reset(seed=config.seed)
+        gc.collect()
+        rss_before = _rss_mib(pid, tree=True)
+        clients = [root, *(root.spawn() for _ in range(count - 1))]
+        for i, client in enumerate(clients[1:], start=1):
             await client.reset(seed=config.seed + i)
             if (i + 1) % 100 == 0:
                 took = time.perf_counter() - start
@@ -658,13 +680,15 @@ async def _live(config: BenchConfig, count: int, progress: Progress) -> LiveResu
                 failures.append(f"{client.episode_id}: {type(exc).__name__}: {exc}")
         step_check_s = time.perf_counter() - start
         gc.collect()
-        rss_after = _rss_mib(pid)
+        rss_after = _rss_mib(pid, tree=True)
         if config.transport == "memory":
             # The server lives in this process: free its episodes (a subprocess just exits).
             for client in clients[1:]:
                 await client.close()
     per_episode = (
-        None if rss_before is None or rss_after is None else (rss_after - rss_before) / count
+        None
+        if rss_before is None or rss_after is None or count < 2
+        else (rss_after - rss_before) / (count - 1)
     )
     return LiveResult(
         env=config.env,

@@ -108,6 +108,13 @@ def serve(
             "--no-fast-lane uses FastMCP's stock transports throughout.",
         ),
     ] = True,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Worker processes holding the environments, so one step_batch uses "
+            "several cores (0: in the server process)."
+        ),
+    ] = 0,
     auth_token: Annotated[
         str | None,
         typer.Option(
@@ -137,6 +144,7 @@ def serve(
             call_timeout=call_timeout,
             action_tools=action_tools,
             fast_lane=fast_lane,
+            workers=workers,
         )
         server = build_server(env_cls, settings=settings, **options)
         if http:
@@ -240,6 +248,9 @@ def bench(
     batch: Annotated[
         int, typer.Option(help="Episodes stepped together (one step_batch call per step).")
     ] = 1,
+    workers: Annotated[
+        int, typer.Option(help="The server's worker processes (serve --workers).")
+    ] = 0,
     steps: Annotated[int, typer.Option(help="Environment steps per side per repeat.")] = 500,
     repeats: Annotated[int, typer.Option(help="Timed repeats per side (medians).")] = 5,
     warmup: Annotated[int, typer.Option(help="Untimed calls per side first.")] = 20,
@@ -265,6 +276,7 @@ def bench(
         transport=transport,
         frames=frames,
         batch=batch,
+        workers=workers,
         steps=steps,
         repeats=repeats,
         warmup=warmup,

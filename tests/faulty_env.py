@@ -12,6 +12,9 @@ Actions are strings:
 * ``"sleep:SECONDS"``: ``step`` sleeps that long (capped at :data:`MAX_SLEEP`);
 * ``"hang"``: ``step`` blocks until :data:`RELEASE` is set (or :data:`MAX_SLEEP`);
 * ``"freeze"``: ``step`` never returns (a deadlocked env; for server subprocesses only);
+* ``"print:TEXT"``: ``step`` writes TEXT to stdout (which a stdio server must keep
+  off its transport);
+* ``"exit"``: the process exits at once (a crashed env; for worker processes only);
 * anything else: echoed back, reward 1.
 
 The ``crash`` reset option makes ``reset`` raise. Every instance counts itself
@@ -22,6 +25,7 @@ line to that file when closed (so a subprocess server's clean-up is visible).
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 import threading
 import time
@@ -95,7 +99,10 @@ class FaultyEnv(Environment):
         return ObservationSpec(kind="text", description="The last action, echoed.")
 
     def action_schema(self) -> dict[str, Any]:
-        return {"type": "string", "description": "raise | sleep:SECONDS | hang | freeze | any"}
+        return {
+            "type": "string",
+            "description": "raise | sleep:SECONDS | hang | freeze | print:TEXT | exit | any",
+        }
 
     def parse_action(self, action: Any) -> str:
         if not isinstance(action, str):
@@ -132,6 +139,10 @@ class FaultyEnv(Environment):
             RELEASE.wait(MAX_SLEEP)
         elif action == "freeze":
             threading.Event().wait()
+        elif action.startswith("print:"):
+            print(action[6:], flush=True)
+        elif action == "exit":
+            os._exit(3)
         self.steps += 1
         return StepResult(
             observation=action,

@@ -29,10 +29,21 @@ from openenv_mcp.server._results import (
     error_text,
     image_block,
     json_reply,
-    observe,
     text_block,
 )
 from openenv_mcp.server._settings import Frames, ServerSettings
+from openenv_mcp.server._slots import (
+    RemoteSlot,
+    Slot,
+    WorkerPool,
+    op_reset,
+    op_restore,
+    op_snapshot,
+    op_state,
+    op_step,
+    op_tool,
+    run_many,
+)
 from openenv_mcp.server._tools import ModelTool, UnknownToolErrors
 
 __all__ = ["EnvApp"]
@@ -176,12 +187,29 @@ class EnvApp:
         self.prototype = env_cls(config)
         #: Static for a config, so read once: building it per step costs ~10 µs.
         self.obs_spec = self.prototype.observation_spec
-        threads = settings.env_threads
-        self.episodes = EpisodeManager(
-            lambda: env_cls(config),
-            settings,
-            threads=not env_cls.run_inline if threads is None else threads,
-        )
+        #: Worker processes holding the environments (``settings.workers``), or None.
+        self.pool: WorkerPool | None = None
+        factory: Callable[[], Slot | RemoteSlot]
+        if settings.workers:
+            self.pool = WorkerPool(
+                env_cls, config, settings.workers, self.prototype, settings.call_timeout
+            )
+            factory = self.pool.new_slot
+            threads = False  # the pool times calls out itself
+        else:
+            factory = lambda: Slot(env_cls(config))  # noqa: E731
+            threads = (
+                not env_cls.run_inline if settings.env_threads is None else settings.env_threads
+            )
+        self.episodes = EpisodeManager(factory, settings, threads=threads)
+
+    async def aclose(self) -> None:
+        """Close every episode, then stop the worker processes (server shutdown)."""
+        try:
+            await self.episodes.close_all()
+        finally:
+            if self.pool is not None:
+                self.pool.close()
 
     # -- episodes ------------------------------------------------------------------------
 
@@ -238,46 +266,34 @@ class EnvApp:
             async with self._locked(episode.id):
                 if episode.status == "broken":
                     await self.episodes.replace_env(episode)
-                env = episode.env
                 if snapshot is not None:
-
-                    def restore() -> Any:
-                        env.restore(snapshot.data)
-                        return observe(env, self.obs_spec, snapshot.observation, frames)
-
-                    observed = await self.episodes.call(episode, "reset", restore)
-                    snapshot.apply(episode)
+                    observed, text = await self.episodes.call(
+                        episode, "reset", op_restore, self.obs_spec, snapshot.data, frames
+                    )
+                    snapshot.apply(episode, text)
                 else:
-
-                    def start() -> Any:
-                        obs, info = env.reset(seed=args.seed, options=args.options)
-                        return obs, info, observe(env, self.obs_spec, obs, frames)
-
-                    obs, info, observed = await self.episodes.call(episode, "reset", start)
-                    episode.start(obs, info)
+                    info, observed, text = await self.episodes.call(
+                        episode, "reset", op_reset, self.obs_spec, args.seed, args.options, frames
+                    )
+                    episode.start(info, text)
         except BaseException:
             if created:
                 await self.episodes.close(episode.id)
             raise
-        actions = env.action_set
+        actions = self.prototype.action_set
         hint = f"legal actions: {actions.describe()}" if actions is not None else ""
-        return episode_result(episode, env, self.obs_spec, observed, "reset", hint)
+        return episode_result(episode, observed, "reset", hint)
 
     async def step(self, episode_id: str | None, action: Any, frames: Frames | None) -> Reply:
         """Advance an episode by one action."""
         async with self._locked(episode_id) as episode:
             episode.require_running("step")
-            env = episode.env
-            parsed = env.parse_action(action)
-            wanted = self._frames(frames)
-
-            def work() -> Any:
-                result = env.step(parsed)
-                return result, observe(env, self.obs_spec, result.observation, wanted)
-
-            result, observed = await self.episodes.call(episode, "step", work)
-            episode.record(result)
-            return episode_result(episode, env, self.obs_spec, observed, "stepped")
+            parsed = episode.slot.parse_action(action)
+            result, observed, text = await self.episodes.call(
+                episode, "step", op_step, self.obs_spec, parsed, self._frames(frames)
+            )
+            episode.record(result, text)
+            return episode_result(episode, observed, "stepped")
 
     async def step_batch(self, args: StepBatchArgs) -> Reply:
         """Step many episodes in one call (one action each), in one environment hop.
@@ -301,29 +317,18 @@ class EnvApp:
                 try:
                     episode = await stack.enter_async_context(self._locked(ids[index]))
                     episode.require_running("step")
-                    plan.append((index, episode, episode.env.parse_action(items[index].action)))
+                    plan.append((index, episode, episode.slot.parse_action(items[index].action)))
                 except OpenEnvError as exc:
                     errors[index] = exc
             plan.sort(key=lambda p: p[0])
-
-            def work() -> list[Any]:
-                outcomes: list[Any] = []
-                for _, episode, action in plan:
-                    try:
-                        result = episode.env.step(action)
-                        outcomes.append(
-                            (
-                                result,
-                                observe(episode.env, self.obs_spec, result.observation, wanted),
-                            )
-                        )
-                    except Exception as exc:
-                        outcomes.append(exc)
-                return outcomes
-
+            work = [
+                (episode.slot, op_step, (self.obs_spec, action, wanted))
+                for _, episode, action in plan
+            ]
             try:
+                # Local envs step in turn; envs in worker processes, each worker's at once.
                 outcomes = await self.episodes.run_blocking(
-                    work, episodes=[episode for _, episode, _ in plan]
+                    run_many, work, episodes=[episode for _, episode, _ in plan]
                 )
             except TimeoutError as exc:
                 outcomes = [exc] * len(plan)
@@ -333,8 +338,8 @@ class EnvApp:
                 if isinstance(outcome, BaseException):
                     errors[index] = self.episodes.broke(episode, "step_batch", outcome)
                     continue
-                result, observed = outcome
-                episode.record(result)
+                result, observed, text = outcome
+                episode.record(result, text)
                 views[index] = episode_view(episode, observed)
                 if observed.png is not None:
                     views[index]["image"] = len(images)
@@ -357,15 +362,11 @@ class EnvApp:
         async with self._locked(args.episode_id) as episode:
             if episode.status == "new":
                 raise ResetNeeded(f"state before reset: call reset first (episode {episode.id})")
-            env = episode.env
-            frames = self._frames(args.frames)
-
-            def look() -> Any:
-                return env.state(), observe(env, self.obs_spec, episode.observation, frames)
-
-            extra, observed = await self.episodes.call(episode, "state", look)
+            extra, observed = await self.episodes.call(
+                episode, "state", op_state, self.obs_spec, self._frames(args.frames)
+            )
             episode.info.update(extra)
-            return episode_result(episode, env, self.obs_spec, observed, "state of")
+            return episode_result(episode, observed, "state of")
 
     async def close(self, args: EpisodeArgs) -> Reply:
         """Close an episode and free its environment."""
@@ -380,7 +381,7 @@ class EnvApp:
                 raise ResetNeeded(
                     f"snapshot of an episode that is {episode.status}: call reset first"
                 )
-            data = await self.episodes.call(episode, "snapshot", episode.env.snapshot)
+            data = await self.episodes.call(episode, "snapshot", op_snapshot)
             snap = self.episodes.add_snapshot(episode, data)
             return json_reply({"snapshot_id": snap.id, "episode_id": episode.id, "step": snap.step})
 
@@ -402,7 +403,8 @@ class EnvApp:
         async def on_episode(args: Any) -> Reply:
             async with self._locked(args.episode_id) as episode:
                 episode.require_running(tool.name)
-                data = await self.episodes.call(episode, tool.name, tool.handler, episode.env, args)
+                params = None if tool.params is None else args.model_dump(exclude={"episode_id"})
+                data = await self.episodes.call(episode, tool.name, op_tool, tool.name, params)
                 return json_reply(data)
 
         return on_episode

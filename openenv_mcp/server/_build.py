@@ -158,7 +158,7 @@ async def serve(
                     **http_options,
                 )
     finally:
-        await app.episodes.close_all()
+        await app.aclose()
         stuck = app.episodes.abandoned_calls()
         if stuck:
             _exit_without_waiting(stuck)

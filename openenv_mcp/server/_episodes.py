@@ -1,9 +1,11 @@
 """Episodes and snapshots: handles, isolation, order, limits and eviction.
 
-Each live episode owns one environment instance and one lock; every call on
-an episode holds its lock, so calls on one episode are serialized and calls on
+Each live episode owns one environment instance (in a :class:`Slot` here or a
+:class:`RemoteSlot` in a worker process) and one lock; every call on an
+episode holds its lock, so calls on one episode are serialized and calls on
 different episodes run independently. Environment code runs on a worker thread
-under a per-call timeout, so a slow environment fails alone.
+(or in a worker process) under a per-call timeout, so a slow environment fails
+alone.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from openenv_mcp.errors import (
     UnknownSnapshot,
 )
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server._slots import RemoteSlot, Slot, op_close
 
 __all__ = ["Episode", "EpisodeManager", "Snapshot"]
 
@@ -49,7 +52,7 @@ class Episode:
     """One live episode and everything the server tracks about it."""
 
     id: str
-    env: Environment
+    slot: Slot | RemoteSlot
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     status: Status = "new"
     step: int = 0
@@ -57,7 +60,8 @@ class Episode:
     reward: float = 0.0
     terminated: bool = False
     truncated: bool = False
-    observation: Any = None
+    #: The observation's line for result texts (the observation stays in the slot).
+    obs_text: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
     broken_reason: str = ""
     last_used: float = field(default_factory=time.monotonic)
@@ -67,29 +71,36 @@ class Episode:
     abandoned: threading.Event | None = None
 
     @property
+    def env(self) -> Environment:
+        """The environment, where it lives in this process."""
+        if isinstance(self.slot, RemoteSlot):
+            raise AttributeError(f"episode {self.id}'s environment is in a worker process")
+        return self.slot.env
+
+    @property
     def env_in_use(self) -> bool:
         """Whether an abandoned call may still be running in this episode's env."""
         return self.abandoned is not None and not self.abandoned.is_set()
 
-    def record(self, result: StepResult) -> None:
+    def record(self, result: StepResult, obs_text: str | None) -> None:
         """Fold a step result into the episode's counters."""
         self.step += 1
         self.reward = float(result.reward)
         self.episode_return += self.reward
         self.terminated = bool(result.terminated)
         self.truncated = bool(result.truncated)
-        self.observation = result.observation
+        self.obs_text = obs_text
         self.info = dict(result.info)
         self.status = "ended" if (self.terminated or self.truncated) else "running"
 
-    def start(self, observation: Any, info: dict[str, Any]) -> None:
+    def start(self, info: dict[str, Any], obs_text: str | None) -> None:
         """Reset the counters for a fresh episode."""
         self.status = "running"
         self.step = 0
         self.episode_return = 0.0
         self.reward = 0.0
         self.terminated = self.truncated = False
-        self.observation = observation
+        self.obs_text = obs_text
         self.info = dict(info)
         self.broken_reason = ""
 
@@ -115,16 +126,16 @@ class Snapshot:
 
     id: str
     episode_id: str
+    #: What the environment saved, with its observation (``op_snapshot``'s output).
     data: Any
     step: int
     episode_return: float
     status: Status
     terminated: bool
     truncated: bool
-    observation: Any
     info: dict[str, Any]
 
-    def apply(self, episode: Episode) -> None:
+    def apply(self, episode: Episode, obs_text: str | None) -> None:
         """Set ``episode``'s counters to the snapshot's (the env is restored separately)."""
         episode.status = self.status
         episode.step = self.step
@@ -132,7 +143,7 @@ class Snapshot:
         episode.reward = 0.0
         episode.terminated = self.terminated
         episode.truncated = self.truncated
-        episode.observation = self.observation
+        episode.obs_text = obs_text
         episode.info = dict(self.info)
         episode.broken_reason = ""
 
@@ -142,12 +153,12 @@ class EpisodeManager:
 
     def __init__(
         self,
-        env_factory: Callable[[], Environment],
+        slot_factory: Callable[[], Slot | RemoteSlot],
         settings: ServerSettings,
         threads: bool,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._factory = env_factory
+        self._factory = slot_factory
         self.settings = settings
         #: Seconds, for idle eviction (tests substitute a clock they control).
         self.clock = clock
@@ -205,8 +216,8 @@ class EpisodeManager:
                 f"{self.settings.max_episodes}); close episodes you no longer need or wait "
                 f"for idle ones to be evicted after {self.settings.idle_timeout:g}s"
             )
-        env = await self.run_blocking(self._factory)
-        episode = Episode(id=_handle("ep"), env=env, last_used=self.clock())
+        slot = await self.run_blocking(self._factory)
+        episode = Episode(id=_handle("ep"), slot=slot, last_used=self.clock())
         self.episodes[episode.id] = episode
         return episode
 
@@ -224,7 +235,7 @@ class EpisodeManager:
             if episode.env_in_use:
                 log.warning("episode %s: its env is still busy in an abandoned call", episode_id)
             else:
-                await self._close_env(episode.env)
+                await self._close_env(episode.slot)
 
     async def close_all(self) -> None:
         """Close every episode (server shutdown)."""
@@ -244,7 +255,7 @@ class EpisodeManager:
 
     async def replace_env(self, episode: Episode) -> None:
         """Give a broken episode a fresh environment instance."""
-        old, episode.env = episode.env, await self.run_blocking(self._factory)
+        old, episode.slot = episode.slot, await self.run_blocking(self._factory)
         if not episode.env_in_use:
             # A timed-out call may still be running in its thread: leave that env be.
             await self._close_env(old)
@@ -266,7 +277,6 @@ class EpisodeManager:
             status=episode.status,
             terminated=episode.terminated,
             truncated=episode.truncated,
-            observation=episode.observation,
             info=dict(episode.info),
         )
         self.snapshots[snapshot.id] = snapshot
@@ -319,14 +329,14 @@ class EpisodeManager:
         self._abandoned = [event for event in self._abandoned if not event.is_set()]
         return len(self._abandoned)
 
-    async def call(self, episode: Episode, what: str, fn: Callable[..., T], *args: Any) -> T:
-        """Call environment code for ``episode`` (its lock held by the caller).
+    async def call(self, episode: Episode, what: str, op: Callable[..., T], *args: Any) -> T:
+        """Run ``op(slot, *args)`` on ``episode``'s environment (its lock held by the caller).
 
         An exception from the environment breaks the episode (it must be reset)
         and comes back as :class:`EnvCrashed`; the server and other episodes go on.
         """
         try:
-            return await self.run_blocking(fn, *args, episodes=(episode,))
+            return await self.run_blocking(episode.slot.run, op, *args, episodes=(episode,))
         except OpenEnvError:
             raise  # the env's own validation errors: the episode is fine
         except TimeoutError as exc:
@@ -351,8 +361,8 @@ class EpisodeManager:
             "is broken, call reset to start over"
         )
 
-    async def _close_env(self, env: Environment) -> None:
+    async def _close_env(self, slot: Slot | RemoteSlot) -> None:
         try:
-            await self.run_blocking(env.close)
+            await self.run_blocking(slot.run, op_close)
         except Exception:
             log.exception("error while closing an environment")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from fastmcp.tools.base import ToolResult
@@ -18,8 +18,10 @@ from mcp_types import ImageContent, TextContent
 from openenv_mcp.codecs import PNG_MIME, b64_text, encode_png, encode_raw, to_jsonable
 from openenv_mcp.environment import Environment, ObservationSpec
 from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.server._episodes import Episode
 from openenv_mcp.server._settings import Frames
+
+if TYPE_CHECKING:
+    from openenv_mcp.server._episodes import Episode
 
 __all__ = [
     "Observed",
@@ -69,7 +71,7 @@ def observe(env: Environment, spec: ObservationSpec, observation: Any, frames: F
     return Observed(png, None)
 
 
-def _summary(episode: Episode, env: Environment, spec: ObservationSpec, headline: str) -> str:
+def _summary(episode: Episode, headline: str) -> str:
     parts = [
         f"{headline} episode {episode.id}: step {episode.step}, reward {episode.reward:g}, "
         f"return {episode.episode_return:g}"
@@ -80,9 +82,7 @@ def _summary(episode: Episode, env: Environment, spec: ObservationSpec, headline
     if episode.status == "ended":
         why = "terminated" if episode.terminated else "truncated"
         parts.append(f"episode ended ({why}); call reset to play again")
-    text = env.observation_text(episode.observation)
-    if text is None and spec.kind != "array":
-        text = repr(episode.observation)
+    text = episode.obs_text
     if text is not None:
         parts.append(f"observation: {text if len(text) <= 300 else text[:297] + '...'}")
     return "; ".join(parts)
@@ -164,15 +164,10 @@ def image_block(png: bytes) -> dict[str, Any]:
 
 
 def episode_result(
-    episode: Episode,
-    env: Environment,
-    spec: ObservationSpec,
-    observed: Observed,
-    headline: str,
-    extra_text: str = "",
+    episode: Episode, observed: Observed, headline: str, extra_text: str = ""
 ) -> Reply:
     """The answer of every episode tool: structured view, one text line, image."""
-    text = _summary(episode, env, spec, headline)
+    text = _summary(episode, headline)
     if extra_text:
         text += f"\n{extra_text}"
     content = [text_block(text)]

@@ -46,6 +46,14 @@ class ServerSettings(BaseModel):
         "(envs whose calls are short and bounded, like Atari, run inline: a thread hop "
         "costs more than an emulator step).",
     )
+    workers: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="Worker processes holding the environments: step_batch steps each "
+        "worker's episodes at once, so a batch uses several cores. 0: environments live "
+        "in the server process (fastest for one step per call).",
+    )
     fast_lane: bool = Field(
         True,
         description="Answer calls of this server's tools on a lean fast path (stdio, and "

@@ -1,0 +1,224 @@
+"""Worker processes (``serve --workers N``): the same episodes, several cores, contained faults.
+
+* Episodes in workers play exactly as in the server process: the same seeded
+  Pong frames and rewards through ``step_batch``, snapshots forked across
+  workers, env tools, text observations.
+* A worker that crashes or hangs breaks only the episodes it holds (EnvCrashed,
+  EnvCallTimeout); episodes in the other worker go on, and ``reset`` gives a
+  broken episode a fresh environment in a live worker.
+* Over stdio, an env printing to stdout in a worker does not reach the
+  transport; at EOF or SIGTERM every env is closed and no worker is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from fastmcp import FastMCP
+
+from openenv_mcp.bench import _children
+from openenv_mcp.client import MCPEnvClient, step_batch
+from openenv_mcp.errors import EnvCallTimeout, EnvCrashed, InvalidAction
+from openenv_mcp.server import ServerSettings, build_server, get_app
+from openenv_mcp.server._slots import RemoteSlot
+from tests import faulty_env
+from tests.servers import CLI
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 120  # worker processes import numpy, ale-py... on start
+
+
+@pytest.fixture(autouse=True)
+def faulty() -> Iterator[None]:
+    faulty_env.register()
+    yield
+
+
+@contextlib.asynccontextmanager
+async def served(env: str, workers: int, **options: Any) -> AsyncIterator[FastMCP]:
+    settings = {k: options.pop(k) for k in ("call_timeout",) if k in options}
+    server = build_server(env, settings=ServerSettings(workers=workers, **settings), **options)
+    try:
+        yield server
+    finally:
+        await get_app(server).aclose()
+        if workers:
+            assert not any(w.process.is_alive() for w in get_app(server).pool.workers)  # type: ignore[union-attr]
+
+
+def worker_of(server: FastMCP, client: MCPEnvClient) -> Any:
+    slot = get_app(server).episodes.episodes[client.episode_id].slot  # type: ignore[index]
+    assert isinstance(slot, RemoteSlot)
+    return slot.worker
+
+
+async def pong_trace(workers: int) -> list[Any]:
+    """A seeded batch of 4 Pong episodes, with a snapshot forked into two of them."""
+    async with served("atari", workers, game="pong") as server, MCPEnvClient(server) as root:
+        group = [root, *(root.spawn() for _ in range(3))]
+        for k, client in enumerate(group):
+            await client.reset(seed=k)
+        if workers:
+            assert sorted(w.slots for w in get_app(server).pool.workers) == [2, 2]  # type: ignore[union-attr]
+        rng = np.random.default_rng(7)
+        trace: list[Any] = []
+        snapshot = None
+        for i in range(60):
+            actions = [int(a) for a in rng.integers(6, size=4)]
+            for obs, reward, terminated, truncated, info in await step_batch(group, actions):
+                digest = hashlib.sha256(obs.tobytes()).hexdigest()[:16]
+                trace.append((digest, reward, terminated, truncated, info["frame_number"]))
+            if i == 30:
+                snapshot = await group[1].snapshot()
+        assert snapshot is not None
+        # Fork episodes 2 and 3 (in the other worker, with workers) from episode 1's state.
+        forks = [await client.reset(from_snapshot=snapshot) for client in group[2:]]
+        assert np.array_equal(forks[0][0], forks[1][0])
+        for _ in range(10):
+            out = await step_batch(group[2:], [3, 3])
+            assert np.array_equal(out[0][0], out[1][0])
+            trace.append(hashlib.sha256(out[0][0].tobytes()).hexdigest()[:16])
+        obs, info = await group[0].state()
+        trace.append((hashlib.sha256(obs.tobytes()).hexdigest()[:16], info["step"]))
+        trace.append(await root.call("legal_actions"))
+        return trace
+
+
+async def test_episodes_in_workers_play_exactly_as_in_process() -> None:
+    with anyio.fail_after(WAIT):
+        assert await pong_trace(workers=2) == await pong_trace(workers=0)
+
+
+async def test_text_observations_and_env_tools_in_workers() -> None:
+    with anyio.fail_after(WAIT):
+        async with served("echo", 2, max_steps=3) as server, MCPEnvClient(server) as env:
+            await env.reset(options={"greeting": "hi"})
+            obs, reward, _, _, info = await env.step("hello")
+            assert obs == "hello" and reward == pytest.approx(0.5) and info["step"] == 1
+            assert (await env.call("history"))["messages"] == ["hi", "hello"]
+            assert (await env.call("reward_rule"))["ends_on"] == "bye"
+            answer = await env._conn.call("step", {"action": "again"})
+            text = answer.content[0].text  # type: ignore[union-attr]
+            assert "observation: 'again'" in text, text  # its repr, made in the worker
+            with pytest.raises(InvalidAction):  # parsed in the server, as without workers
+                await env.step(7)
+
+
+async def test_a_crashed_worker_breaks_only_its_own_episodes() -> None:
+    with anyio.fail_after(WAIT):
+        async with served("faulty", 2) as server, MCPEnvClient(server) as root:
+            group = [root, *(root.spawn() for _ in range(3))]
+            for client in group:
+                await client.reset()
+            doomed = worker_of(server, group[0])
+            same = [c for c in group[1:] if worker_of(server, c) is doomed]
+            other = [c for c in group if worker_of(server, c) is not doomed]
+            assert len(same) == 1 and len(other) == 2
+            with pytest.raises(EnvCrashed, match="broken, call reset"):
+                await group[0].step("exit")
+            with pytest.raises(EnvCrashed):  # its neighbour went down with the worker
+                await same[0].step("a")
+            for client in other:  # the other worker's episodes never noticed
+                assert (await client.step("fine"))[0] == "fine"
+            for client in (group[0], same[0]):  # reset: a fresh env in a live worker
+                await client.reset()
+                assert (await client.step("back"))[0] == "back"
+            pool = get_app(server).pool
+            assert pool is not None and all(w.alive for w in pool.workers)
+            # An env that raises breaks its episode, not its worker.
+            with pytest.raises(EnvCrashed, match="RuntimeError in step"):
+                await other[0].step("raise")
+            assert (await other[1].step("still"))[0] == "still"
+
+
+async def test_a_hung_worker_times_out_alone() -> None:
+    with anyio.fail_after(WAIT):
+        async with (
+            served("faulty", 2, call_timeout=3) as server,
+            MCPEnvClient(server) as stuck,
+        ):
+            await stuck.reset()
+            other = stuck.spawn()
+            await other.reset()
+            assert worker_of(server, stuck) is not worker_of(server, other)
+            began = time.monotonic()
+            with pytest.raises(EnvCallTimeout, match="timed out after 3s in step"):
+                await stuck.step("freeze")
+            assert time.monotonic() - began < 30
+            assert (await other.step("answering"))[0] == "answering"
+            await stuck.reset()
+            assert (await stuck.step("recovered"))[0] == "recovered"
+
+
+def wait_gone(pids: set[int], timeout: float = 20.0) -> set[int]:
+    """The pids still alive (not zombies) after waiting up to ``timeout``."""
+    deadline = time.monotonic() + timeout
+    alive = set(pids)
+    while alive and time.monotonic() < deadline:
+        for pid in list(alive):
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "Z"
+            if state == "Z":
+                alive.discard(pid)
+        time.sleep(0.1)
+    return alive
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+async def test_stdout_of_an_env_never_reaches_the_stdio_transport(workers: str) -> None:
+    with anyio.fail_after(WAIT):
+        command = faulty_env.serve_command(
+            "--stdio", "--log-level", "WARNING", "--workers", workers
+        )
+        async with MCPEnvClient(command) as env:
+            await env.reset()
+            for _ in range(3):
+                await env.step('print:{"jsonrpc": "2.0", "id": 1, "result": {}}')
+            assert (await env.step("after"))[0] == "after"
+
+
+@pytest.mark.parametrize("ending", ["eof", "sigterm"])
+async def test_stdio_shutdown_closes_every_env_and_leaves_no_worker(
+    ending: str, tmp_path: Path
+) -> None:
+    close_log = tmp_path / "closed.log"
+    before = _children()
+    with anyio.fail_after(WAIT):
+        command = faulty_env.serve_command(
+            "--stdio", "--workers", "2", "--log-level", "WARNING", "--close-log", str(close_log)
+        )
+        async with MCPEnvClient(command) as root:
+            group = [root, *(root.spawn() for _ in range(3))]
+            for client in group:
+                await client.reset()
+            await step_batch(group, ["a", "b", "c", "d"])
+            (server,) = _children() - before
+            workers = _children(server)
+            assert len(workers) >= 2
+            if ending == "sigterm":
+                os.kill(server, signal.SIGTERM)
+                assert not await anyio.to_thread.run_sync(wait_gone, {server})
+    assert not wait_gone({server, *workers}), "a server or worker process outlived the server"
+    assert close_log.read_text().count("closed") == 4
+
+
+def test_serve_refuses_a_negative_worker_count() -> None:
+    result = subprocess.run(
+        [*CLI, "serve", "echo", "--workers", "-1"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0 and "workers" in result.stderr
+    assert result.stdout == ""
