@@ -696,7 +696,8 @@ async def _live(config: BenchConfig, count: int, progress: Progress) -> LiveResu
         options=env_config.model_dump(mode="json"),
         transport=config.transport,
         live_episodes=count,
-        rss_of="this process" if config.transport == "memory" else "server process",
+        rss_of=("this process" if config.transport == "memory" else "server process")
+        + (" with its worker processes" if config.workers else ""),
         rss_before_mib=rss_before,
         rss_after_mib=rss_after,
         mib_per_episode=per_episode,

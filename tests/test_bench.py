@@ -25,6 +25,7 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "transport": str,
     "frames": str,
     "batch": int,
+    "workers": int,
     "steps": int,
     "repeats": int,
     "warmup": int,
@@ -115,6 +116,22 @@ def test_json_atari_memory(frames: str, batch: str) -> None:
     check_fields(data, repeats=2)
     assert data["options"]["game"] == "pong" and data["frames"] == frames
     assert data["versions"]["ale-py"]
+
+
+def test_json_atari_memory_with_workers_steps_the_same_workload() -> None:
+    args = ["--transport", "memory", "--batch", "4", "--workers", "2", *TINY]
+    data = bench_json("atari", *args, "--game", "pong")
+    check_fields(data, repeats=2)
+    assert (data["batch"], data["workers"]) == (4, 2)
+    assert data["raw_reward_total"] == pytest.approx(data["mcp_reward_total"])
+
+
+@pytest.mark.slow
+def test_live_episodes_with_workers_counts_their_memory() -> None:
+    data = live("atari", "--transport", "stdio", "--workers", "2", "--live-episodes", "3")
+    check_live(data, 3)
+    assert data["rss_of"] == "server process with its worker processes"
+    assert data["rss_before_mib"] > 150  # the server and two workers with ale-py loaded
 
 
 def test_table_names_the_ratio_and_logs_go_to_stderr() -> None:

@@ -341,10 +341,14 @@ class WorkerPool:
         deadline = time.monotonic() + self.timeout
         shares: dict[int, tuple[_Worker, list[int]]] = {}
         outcomes: list[Any] = [None] * len(items)
-        for index, (slot, _, _) in enumerate(items):
-            if not slot.worker.alive:
-                outcomes[index] = WorkerDied(
-                    "the worker process holding this environment died; reset to get a new one"
+        for index, (slot, op, _) in enumerate(items):
+            if not slot.worker.alive:  # closing an env that went with its worker: done
+                outcomes[index] = (
+                    None
+                    if op is op_close
+                    else WorkerDied(
+                        "the worker process holding this environment died; reset to get a new one"
+                    )
                 )
                 continue
             shares.setdefault(id(slot.worker), (slot.worker, []))[1].append(index)
