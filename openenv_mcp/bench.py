@@ -45,6 +45,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from openenv_mcp.client import MCPEnvClient, step_batch
+from openenv_mcp.client._client import STEP_BATCH_TOOL
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, error_from_wire
 from openenv_mcp.registry import get_env_class
@@ -77,7 +78,6 @@ DEFAULT_WARMUP = 20
 #: Bounded wait for an HTTP server subprocess to listen.
 HTTP_START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 10.0
-_STEP_BATCH = "step_batch"
 _MIB = 1024.0 * 1024.0
 
 Progress = Callable[[str], None]
@@ -370,8 +370,8 @@ class _McpSide:
         array = root.spec.observation.kind == "array"
         # As the client does: only array observations travel as frames.
         self._wire_frames = frames if frames == "none" or array else "raw"
-        if batch > 1 and _STEP_BATCH not in root.tool_names:
-            raise ArgumentError(f"--batch {batch} needs a server with a {_STEP_BATCH} tool")
+        if batch > 1 and STEP_BATCH_TOOL not in root.tool_names:
+            raise ArgumentError(f"--batch {batch} needs a server with a {STEP_BATCH_TOOL} tool")
 
     async def start(self) -> None:
         for i, client in enumerate(self.clients):
@@ -411,7 +411,7 @@ class _McpSide:
             {"episode_id": c.episode_id, "action": a}
             for c, a in zip(self.clients, actions, strict=True)
         ]
-        answer = await self.root.call(_STEP_BATCH, steps=steps, frames="none")
+        answer = await self.root.call(STEP_BATCH_TOOL, steps=steps, frames="none")
         for client, view in zip(self.clients, answer["results"], strict=True):
             if "error" in view:
                 raise error_from_wire(str(view["error"]))

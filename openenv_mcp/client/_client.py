@@ -34,7 +34,8 @@ __all__ = ["STEP_BATCH_TOOL", "ClientFrames", "MCPEnvClient", "step_batch"]
 
 log = logging.getLogger("openenv_mcp.client")
 
-#: How array observations travel: compact raw bytes, or PNG images decoded here.
+#: How array observations travel: zstd-compressed or plain bytes, or PNG images;
+#: all decoded here to arrays.
 ClientFrames = Literal["zstd", "raw", "png"]
 
 #: Above the server's default per-call timeout (60 s), so a slow environment call
@@ -469,9 +470,9 @@ async def step_batch(
         transitions = await step_batch(group, actions)
 
     Where the server does not list ``step_batch`` (or with ``use_tool=False``),
-    each episode gets its own ``step`` call, all in flight together. Either way every episode that
-    stepped is recorded in its client before an error is raised, so no step
-    happens on the server unseen here.
+    each episode gets its own ``step`` call, all in flight together. Either way
+    every episode that stepped is recorded in its client before an error is
+    raised, so no step happens on the server unseen here.
 
     Returns:
         One ``(observation, reward, terminated, truncated, info)`` per client,
