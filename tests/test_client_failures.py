@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -101,6 +102,20 @@ async def test_a_server_that_cannot_start_says_why() -> None:
             await MCPEnvClient(stdio_command("no-such-env")).connect()
         # the server's own stderr is quoted
         assert "no-such-env" in str(caught.value) and "server stderr" in str(caught.value)
+
+
+@pytest.mark.parametrize("as_type", [str, Path])
+async def test_server_log_takes_a_path_and_is_quoted_when_the_server_dies(
+    tmp_path: Path, as_type: type
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("earlier run\n")
+    with anyio.fail_after(WAIT):
+        with pytest.raises(ServerDied) as caught:
+            await MCPEnvClient(stdio_command("no-such-env"), server_log=as_type(log)).connect()
+    assert log.read_text().startswith("earlier run\n")  # appended to
+    assert "no-such-env" in log.read_text()
+    assert "no-such-env" in str(caught.value) and "server stderr" in str(caught.value)
 
 
 async def test_nothing_listening_is_a_clear_error() -> None:

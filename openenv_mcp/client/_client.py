@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import mcp_types
 import numpy as np
 from gymnasium import spaces
 
-from openenv_mcp.client._connect import Connection, Target
+from openenv_mcp.client._connect import Connection, ServerLog, Target
 from openenv_mcp.client._spaces import ServerSpec, action_space, observation_space
 from openenv_mcp.codecs import decode_raw, is_raw, png_from_b64
 from openenv_mcp.environment import ActionSet
@@ -87,8 +86,8 @@ class MCPEnvClient:
         connect_timeout: seconds to start the server and connect.
         check_results: re-validate every result against the tool's output
             schema (the MCP SDK's default; off by default for speed).
-        server_log: where a stdio server's stderr goes (a path or an open
-            file); by default it is kept in a temporary file and its tail is
+        server_log: where a stdio server's stderr goes (a path, appended to,
+            or an open file); by default it is kept in a temporary file and its tail is
             quoted in :class:`~openenv_mcp.errors.ServerDied`.
         headers: extra HTTP headers, e.g. ``{"Authorization": "Bearer TOKEN"}``
             for a server started with ``--auth-token``.
@@ -105,7 +104,7 @@ class MCPEnvClient:
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         check_results: bool = False,
-        server_log: Path | TextIO | None = None,
+        server_log: ServerLog | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         if frames not in ("zstd", "raw", "png"):

@@ -56,6 +56,8 @@ log = logging.getLogger("openenv_mcp.client")
 
 #: What a client can connect to: a server object, a command, a URL, or a ready transport.
 Target = FastMCP[Any] | str | Sequence[str] | ClientTransport
+#: Where a stdio server's stderr goes: a file's path, or an open file.
+ServerLog = str | os.PathLike[str] | TextIO
 
 _SPEC_SUFFIX = "/spec"
 _TAIL_BYTES = 2000
@@ -204,8 +206,9 @@ class Connection:
         connect_timeout: seconds to start (a subprocess) and connect.
         check_results: re-validate every result against its output schema
             (the MCP SDK's default; off because it costs time on every step).
-        server_log: where a stdio server's stderr goes; by default a temporary
-            file whose tail is quoted when the server dies.
+        server_log: where a stdio server's stderr goes (a path, appended to, or
+            an open file); by default a temporary file whose tail is quoted when
+            the server dies.
     """
 
     def __init__(
@@ -215,9 +218,11 @@ class Connection:
         timeout: float,
         connect_timeout: float,
         check_results: bool = False,
-        server_log: Path | TextIO | None = None,
+        server_log: ServerLog | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
+        if isinstance(server_log, (str, os.PathLike)):
+            server_log = Path(server_log)
         if timeout <= 0 or connect_timeout <= 0:
             raise ArgumentError(
                 "timeouts must be positive, got "
