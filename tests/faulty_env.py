@@ -15,6 +15,9 @@ Actions are strings:
 * ``"print:TEXT"``: ``step`` writes TEXT to stdout (which a stdio server must keep
   off its transport);
 * ``"exit"``: the process exits at once (a crashed env; for worker processes only);
+* ``"await:PATH"``: ``step`` creates ``PATH.started``, then waits until the file
+  PATH exists (raising after :data:`MAX_SLEEP`); ``"touch:PATH"`` creates it. Two
+  episodes in different processes prove by these that their calls overlap;
 * anything else: echoed back, reward 1.
 
 The ``crash`` reset option makes ``reset`` raise. Every instance counts itself
@@ -29,6 +32,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -101,7 +105,10 @@ class FaultyEnv(Environment):
     def action_schema(self) -> dict[str, Any]:
         return {
             "type": "string",
-            "description": "raise | sleep:SECONDS | hang | freeze | print:TEXT | exit | any",
+            "description": (
+                "raise | sleep:SECONDS | hang | freeze | print:TEXT | exit | await:PATH | "
+                "touch:PATH | any"
+            ),
         }
 
     def parse_action(self, action: Any) -> str:
@@ -143,6 +150,16 @@ class FaultyEnv(Environment):
             print(action[6:], flush=True)
         elif action == "exit":
             os._exit(3)
+        elif action.startswith("await:"):
+            path = Path(action[6:])
+            path.with_suffix(".started").touch()
+            deadline = time.monotonic() + MAX_SLEEP
+            while not path.exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{path} did not appear in {MAX_SLEEP:g}s")
+                time.sleep(0.005)
+        elif action.startswith("touch:"):
+            Path(action[6:]).touch()
         self.steps += 1
         return StepResult(
             observation=action,

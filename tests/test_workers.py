@@ -6,6 +6,9 @@
 * A worker that crashes or hangs breaks only the episodes it holds (EnvCrashed,
   EnvCallTimeout); episodes in the other worker go on, and ``reset`` gives a
   broken episode a fresh environment in a live worker.
+* The server awaits workers without blocking: while one worker is busy (or
+  hung), the other worker's episodes answer; concurrent calls sharing a worker
+  each get their own answer, even when callers give up mid-call.
 * Over stdio, an env printing to stdout in a worker does not reach the
   transport; at EOF or SIGTERM every env is closed and no worker is left.
 """
@@ -154,12 +157,71 @@ async def test_a_hung_worker_times_out_alone() -> None:
             await other.reset()
             assert worker_of(server, stuck) is not worker_of(server, other)
             began = time.monotonic()
-            with pytest.raises(EnvCallTimeout, match="timed out after 3s in step"):
-                await stuck.step("freeze")
+            outcome: list[BaseException] = []
+
+            async def freeze() -> None:
+                with pytest.raises(EnvCallTimeout, match="timed out after 3s in step") as caught:
+                    await stuck.step("freeze")
+                outcome.append(caught.value)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(freeze)
+                await anyio.sleep(0.5)
+                assert (await other.step("answering"))[0] == "answering"
+                assert not outcome  # answered while the other worker hung
             assert time.monotonic() - began < 30
-            assert (await other.step("answering"))[0] == "answering"
+            assert (await other.step("still answering"))[0] == "still answering"
             await stuck.reset()
             assert (await stuck.step("recovered"))[0] == "recovered"
+
+
+async def test_while_one_worker_is_busy_the_others_episodes_answer(tmp_path: Path) -> None:
+    """The server awaits a worker without blocking: a call that waits for another
+    episode's call (in the other worker) to happen first can only finish if both run."""
+    flag = tmp_path / "flag"
+    with anyio.fail_after(WAIT):
+        async with served("faulty", 2) as server, MCPEnvClient(server) as waiting:
+            await waiting.reset()
+            other = waiting.spawn()
+            await other.reset()
+            assert worker_of(server, waiting) is not worker_of(server, other)
+            got: list[Any] = []
+
+            async def wait_for_flag() -> None:
+                got.append((await waiting.step(f"await:{flag}"))[0])
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait_for_flag)
+                while not flag.with_suffix(".started").exists():  # its worker is inside step
+                    await anyio.sleep(0.01)
+                assert (await other.step(f"touch:{flag}"))[0] == f"touch:{flag}"
+            assert got == [f"await:{flag}"]
+
+
+async def test_concurrent_calls_on_shared_workers_each_get_their_own_answer() -> None:
+    """Many episodes, two workers, every call in flight at once (and some given up by
+    their callers mid-call): each answer is the one for its own call."""
+    with anyio.fail_after(WAIT):
+        async with served("faulty", 2) as server, MCPEnvClient(server) as root:
+            group = [root, *(root.spawn() for _ in range(7))]
+            for client in group:
+                await client.reset()
+
+            async def play(k: int, client: MCPEnvClient) -> None:
+                for i in range(15):
+                    obs, _, _, _, info = await client.step(f"{k}-{i}")
+                    assert (obs, info["steps"]) == (f"{k}-{i}", i + 1)
+                with anyio.move_on_after(0.05):  # give up on a slow call...
+                    await client.step("sleep:0.3")
+                await anyio.sleep(0.5)
+                obs, _, _, _, info = await client.step(f"{k}-last")  # ...the pipe is in step
+                assert obs == f"{k}-last" and info["steps"] in (16, 17)
+
+            async with anyio.create_task_group() as tasks:
+                for k, client in enumerate(group):
+                    tasks.start_soon(play, k, client)
+            pool = get_app(server).pool
+            assert pool is not None and all(w.alive for w in pool.workers)
 
 
 def wait_gone(pids: set[int], timeout: float = 20.0) -> set[int]:

@@ -33,8 +33,6 @@ from openenv_mcp.server._results import (
 )
 from openenv_mcp.server._settings import Frames, ServerSettings
 from openenv_mcp.server._slots import (
-    RemoteSlot,
-    Slot,
     WorkerPool,
     op_reset,
     op_restore,
@@ -42,7 +40,6 @@ from openenv_mcp.server._slots import (
     op_state,
     op_step,
     op_tool,
-    run_many,
 )
 from openenv_mcp.server._tools import ModelTool, UnknownToolErrors
 
@@ -189,19 +186,18 @@ class EnvApp:
         self.obs_spec = self.prototype.observation_spec
         #: Worker processes holding the environments (``settings.workers``), or None.
         self.pool: WorkerPool | None = None
-        factory: Callable[[], Slot | RemoteSlot]
         if settings.workers:
             self.pool = WorkerPool(
                 env_cls, config, settings.workers, self.prototype, settings.call_timeout
             )
-            factory = self.pool.new_slot
             threads = False  # the pool times calls out itself
         else:
-            factory = lambda: Slot(env_cls(config))  # noqa: E731
             threads = (
                 not env_cls.run_inline if settings.env_threads is None else settings.env_threads
             )
-        self.episodes = EpisodeManager(factory, settings, threads=threads)
+        self.episodes = EpisodeManager(
+            lambda: env_cls(config), settings, threads=threads, pool=self.pool
+        )
 
     async def aclose(self) -> None:
         """Close every episode, then stop the worker processes (server shutdown)."""
@@ -325,18 +321,13 @@ class EnvApp:
                 (episode.slot, op_step, (self.obs_spec, action, wanted))
                 for _, episode, action in plan
             ]
-            try:
-                # Local envs step in turn; envs in worker processes, each worker's at once.
-                outcomes = await self.episodes.run_blocking(
-                    run_many, work, episodes=[episode for _, episode, _ in plan]
-                )
-            except TimeoutError as exc:
-                outcomes = [exc] * len(plan)
+            # Local envs step in turn; envs in worker processes, each worker's at once.
+            outcomes = await self.episodes.run_ops(work, episodes=[e for _, e, _ in plan])
             views: dict[int, dict[str, Any]] = {}
             images: list[dict[str, Any]] = []
             for (index, episode, _), outcome in zip(plan, outcomes, strict=True):
-                if isinstance(outcome, BaseException):
-                    errors[index] = self.episodes.broke(episode, "step_batch", outcome)
+                if isinstance(outcome, Exception):
+                    errors[index] = self.episodes.failed(episode, "step_batch", outcome)
                     continue
                 result, observed, text = outcome
                 episode.record(result, text)

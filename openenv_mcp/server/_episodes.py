@@ -32,7 +32,7 @@ from openenv_mcp.errors import (
     UnknownSnapshot,
 )
 from openenv_mcp.server._settings import ServerSettings
-from openenv_mcp.server._slots import RemoteSlot, Slot, op_close
+from openenv_mcp.server._slots import Op, RemoteSlot, Slot, WorkerPool, op_close, run_here
 
 __all__ = ["Episode", "EpisodeManager", "Snapshot"]
 
@@ -153,17 +153,20 @@ class EpisodeManager:
 
     def __init__(
         self,
-        slot_factory: Callable[[], Slot | RemoteSlot],
+        make_env: Callable[[], Environment],
         settings: ServerSettings,
         threads: bool,
         clock: Callable[[], float] = time.monotonic,
+        pool: WorkerPool | None = None,
     ) -> None:
-        self._factory = slot_factory
+        self._make_env = make_env
         self.settings = settings
         #: Seconds, for idle eviction (tests substitute a clock they control).
         self.clock = clock
         #: Run environment code on worker threads (with the per-call timeout).
         self.threads = threads
+        #: Worker processes holding every environment, or None: they live here.
+        self.pool = pool
         self.episodes: dict[str, Episode] = {}
         self.snapshots: dict[str, Snapshot] = {}
         #: The episode used when a single-client caller passes no handle.
@@ -216,7 +219,7 @@ class EpisodeManager:
                 f"{self.settings.max_episodes}); close episodes you no longer need or wait "
                 f"for idle ones to be evicted after {self.settings.idle_timeout:g}s"
             )
-        slot = await self.run_blocking(self._factory)
+        slot = await self.new_slot()
         episode = Episode(id=_handle("ep"), slot=slot, last_used=self.clock())
         self.episodes[episode.id] = episode
         return episode
@@ -255,7 +258,7 @@ class EpisodeManager:
 
     async def replace_env(self, episode: Episode) -> None:
         """Give a broken episode a fresh environment instance."""
-        old, episode.slot = episode.slot, await self.run_blocking(self._factory)
+        old, episode.slot = episode.slot, await self.new_slot()
         if not episode.env_in_use:
             # A timed-out call may still be running in its thread: leave that env be.
             await self._close_env(old)
@@ -329,23 +332,46 @@ class EpisodeManager:
         self._abandoned = [event for event in self._abandoned if not event.is_set()]
         return len(self._abandoned)
 
+    async def new_slot(self) -> Slot | RemoteSlot:
+        """A fresh environment instance, where environments live."""
+        if self.pool is not None:
+            return await self.pool.new_slot()
+        return Slot(await self.run_blocking(self._make_env))
+
+    async def run_ops(self, items: Sequence[Op], episodes: Sequence[Episode] = ()) -> list[Any]:
+        """Run operations where their environments live: each one's value or exception.
+
+        In worker processes, each worker runs its share at once and the event
+        loop goes on meanwhile; here, in turn (on a thread under the timeout, or
+        inline). A timeout is each affected item's outcome.
+        """
+        if self.pool is not None:
+            return await self.pool.run_many(items)
+        try:
+            return await self.run_blocking(run_here, items, episodes=episodes)
+        except TimeoutError as exc:
+            return [exc] * len(items)
+
     async def call(self, episode: Episode, what: str, op: Callable[..., T], *args: Any) -> T:
         """Run ``op(slot, *args)`` on ``episode``'s environment (its lock held by the caller).
 
-        An exception from the environment breaks the episode (it must be reset)
-        and comes back as :class:`EnvCrashed`; the server and other episodes go on.
+        An exception from the environment comes back as :meth:`failed` says; the
+        server and other episodes go on.
         """
-        try:
-            return await self.run_blocking(episode.slot.run, op, *args, episodes=(episode,))
-        except OpenEnvError:
-            raise  # the env's own validation errors: the episode is fine
-        except TimeoutError as exc:
-            raise self.broke(episode, what, exc) from exc
-        except Exception as exc:
-            raise self.broke(episode, what, exc) from exc
+        (outcome,) = await self.run_ops([(episode.slot, op, args)], episodes=(episode,))
+        if isinstance(outcome, Exception):
+            raise self.failed(episode, what, outcome) from outcome
+        return outcome  # type: ignore[no-any-return]
 
-    def broke(self, episode: Episode, what: str, exc: BaseException) -> EnvCrashed:
-        """Mark ``episode`` broken by ``exc`` raised in ``what``; return the error to send."""
+    def failed(self, episode: Episode, what: str, exc: Exception) -> OpenEnvError:
+        """The error to send for ``exc``, raised by ``episode``'s environment in ``what``.
+
+        The environment's own validation errors (:class:`OpenEnvError`) leave the
+        episode as it was; anything else breaks it (:class:`EnvCrashed`,
+        :class:`EnvCallTimeout`).
+        """
+        if isinstance(exc, OpenEnvError):
+            return exc
         episode.status = "broken"
         if isinstance(exc, TimeoutError):
             episode.broken_reason = f"timed out after {self.settings.call_timeout:g}s in {what}"
@@ -362,7 +388,6 @@ class EpisodeManager:
         )
 
     async def _close_env(self, slot: Slot | RemoteSlot) -> None:
-        try:
-            await self.run_blocking(slot.run, op_close)
-        except Exception:
-            log.exception("error while closing an environment")
+        (outcome,) = await self.run_ops([(slot, op_close, ())])
+        if isinstance(outcome, Exception):
+            log.error("error while closing an environment", exc_info=outcome)

@@ -11,7 +11,9 @@ it was made.
 worker processes; each new episode's environment is created in the least
 loaded one, and ``step_batch`` sends each worker its share of a batch at once,
 so the emulators of one batch run on several cores (ale-py's ``act`` holds the
-GIL, so threads cannot do this).
+GIL, so threads cannot do this). The server awaits a worker's answer without
+blocking its event loop: while one worker emulates, calls on other workers'
+episodes (and every other request) go on.
 
 A worker that dies (or hangs past ``call_timeout``, and is then killed) takes
 its environments with it: their episodes break (``EnvCrashed`` /
@@ -29,13 +31,12 @@ import multiprocessing
 import os
 import pickle
 import signal
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+import anyio
 from pydantic import BaseModel
 
 from openenv_mcp.environment import Environment, ObservationSpec, StepResult
@@ -44,6 +45,7 @@ from openenv_mcp.server._results import Observed, observe
 from openenv_mcp.server._settings import Frames
 
 __all__ = [
+    "Op",
     "RemoteSlot",
     "Slot",
     "WorkerDied",
@@ -55,13 +57,14 @@ __all__ = [
     "op_state",
     "op_step",
     "op_tool",
-    "run_many",
+    "run_here",
 ]
 
 log = logging.getLogger("openenv_mcp.server")
 
 #: Seconds a worker may take to close its environments and exit before it is killed.
 _STOP_GRACE = 5.0
+_PICKLE = pickle.HIGHEST_PROTOCOL
 
 
 class WorkerDied(RuntimeError):
@@ -74,10 +77,6 @@ class Slot:
 
     env: Environment
     observation: Any = None
-
-    def run(self, op: Callable[..., Any], *args: Any) -> Any:
-        """Run ``op(self, *args)`` here."""
-        return op(self, *args)
 
     def parse_action(self, action: Any) -> Any:
         """The environment's own action parsing."""
@@ -147,6 +146,25 @@ def op_close(slot: Slot) -> None:
     slot.env.close()
 
 
+#: One operation to run: ``op(slot, *args)`` where the slot's environment lives.
+Op = tuple["Slot | RemoteSlot", Callable[..., Any], tuple[Any, ...]]
+
+
+#: What a worker is sent: (environment key, op, args) for each operation of its share.
+Message = list[tuple[int, Callable[..., Any], tuple[Any, ...]]]
+
+
+def run_here(items: Sequence[Op]) -> list[Any]:
+    """Run operations on slots of this process, in turn: each one's value or exception."""
+    outcomes: list[Any] = []
+    for slot, op, args in items:
+        try:
+            outcomes.append(op(slot, *args))
+        except Exception as exc:
+            outcomes.append(exc)
+    return outcomes
+
+
 # -- worker processes -------------------------------------------------------------------------
 
 
@@ -202,8 +220,17 @@ def _sendable(reply: tuple[str, Any]) -> tuple[str, Any]:
     return reply
 
 
+@dataclass
+class _Share:
+    """Operations one caller sent to a worker, and what came back for them."""
+
+    message: Message
+    replies: list[tuple[str, Any]] | None = None
+    error: Exception | None = None
+
+
 class _Worker:
-    """One worker process and its pipe."""
+    """One worker process and its pipe; one message in flight at a time."""
 
     def __init__(self, index: int, env_cls: type[Environment], config: BaseModel) -> None:
         context = multiprocessing.get_context("spawn")
@@ -218,29 +245,75 @@ class _Worker:
         child.close()
         self.alive = True
         self.slots = 0
+        #: Shares waiting for the worker; the next exchange takes them all.
+        self.queue: list[_Share] = []
+        #: Held from sending a message to reading its replies, so they pair up.
+        self.lock = anyio.Lock()
 
-    def send(self, items: list[tuple[int, Callable[..., Any], tuple[Any, ...]]]) -> None:
-        """Send a share of operations.
+    async def round_trip(self, message: Message, timeout: float) -> list[tuple[str, Any]]:
+        """Run a share of operations in the worker; its replies, one per operation.
+
+        The event loop runs other tasks meanwhile. Shares that arrive while the
+        worker is busy go to it together, in one message, when it is next free:
+        concurrent calls on one worker's episodes batch themselves. Once queued,
+        a share runs to its end even if its caller is cancelled, so the pipe
+        never falls out of step and the episode never misses a step it took.
 
         Raises:
-            WorkerDied: the pipe is broken (the worker is killed).
+            WorkerDied: the worker is gone (or went while this ran).
+            TimeoutError: no answer within ``timeout`` seconds; the worker is killed.
             Exception: what pickling the arguments raised; nothing was sent.
         """
-        data = pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)  # may raise: nothing sent
-        try:
-            self.conn.send_bytes(data)
-        except (OSError, ValueError) as exc:
-            self.kill()
-            raise WorkerDied(f"worker process {self.process.pid} is gone ({exc})") from exc
+        share = _Share(message)
+        self.queue.append(share)
+        with anyio.CancelScope(shield=True):
+            async with self.lock:
+                if share.replies is None and share.error is None:  # not taken by another caller
+                    taken, self.queue = self.queue, []
+                    await self._exchange(taken, timeout)
+        if share.error is not None:
+            raise share.error
+        assert share.replies is not None
+        return share.replies
 
-    def receive(self, deadline: float) -> list[tuple[str, Any]]:
+    async def _exchange(self, shares: list[_Share], timeout: float) -> None:
+        """Send the shares as one message; give each its replies, or the error."""
         try:
-            ready = self.conn.poll(max(0.0, deadline - time.monotonic()))
-        except (OSError, ValueError):
-            ready = True  # a closed pipe: recv says how
-        if not ready:
-            self.kill()
-            raise TimeoutError(f"worker process {self.process.pid} did not answer in time")
+            if not self.alive:
+                raise WorkerDied(f"worker process {self.process.pid} is gone")
+            try:
+                data = pickle.dumps([op for s in shares for op in s.message], _PICKLE)
+            except Exception:  # the shares that do not pickle fail alone
+                for share in shares:
+                    try:
+                        pickle.dumps(share.message, _PICKLE)
+                    except Exception as exc:
+                        share.error = exc
+                shares = [s for s in shares if s.error is None]
+                data = pickle.dumps([op for s in shares for op in s.message], _PICKLE)
+            try:
+                self.conn.send_bytes(data)
+            except (OSError, ValueError) as exc:
+                self.kill()
+                raise WorkerDied(f"worker process {self.process.pid} is gone ({exc})") from exc
+            answered = False
+            with anyio.move_on_after(timeout):
+                await anyio.wait_readable(self.conn.fileno())
+                answered = True
+            if not answered:
+                self.kill()
+                raise TimeoutError(f"worker process {self.process.pid} did not answer in time")
+            replies = self._receive()
+        except Exception as exc:  # WorkerDied, TimeoutError
+            for share in shares:
+                share.error = exc
+            return
+        start = 0
+        for share in shares:
+            share.replies = replies[start : start + len(share.message)]
+            start += len(share.message)
+
+    def _receive(self) -> list[tuple[str, Any]]:
         try:
             replies: list[tuple[str, Any]] = self.conn.recv()
         except (EOFError, OSError, ValueError) as exc:
@@ -268,18 +341,11 @@ class _Worker:
 
 @dataclass
 class RemoteSlot:
-    """An environment held by a worker process."""
+    """An environment held by a worker process (run operations on it with the pool)."""
 
     pool: WorkerPool
     worker: _Worker
     key: int
-
-    def run(self, op: Callable[..., Any], *args: Any) -> Any:
-        """Run ``op`` on the environment in its worker; its exception is raised here."""
-        (outcome,) = self.pool.run_many([(self, op, args)])
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
 
     def parse_action(self, action: Any) -> Any:
         """Parsed in the server by its prototype (the action set is the config's)."""
@@ -302,46 +368,45 @@ class WorkerPool:
         self.prototype = prototype
         self.timeout = timeout
         self._keys = itertools.count()
-        self._lock = threading.Lock()  # slot creation may come from threads
         self.workers = [_Worker(i, env_cls, config) for i in range(size)]
         self._started = len(self.workers)
 
-    def new_slot(self) -> RemoteSlot:
+    async def new_slot(self) -> RemoteSlot:
         """A new environment in the least loaded live worker (dead workers are replaced)."""
         for attempt in range(2):  # a worker found dead now is replaced once
-            with self._lock:
-                for i, old in enumerate(self.workers):
-                    if not old.alive:
-                        log.warning("replacing worker process %s", old.process.pid)
-                        self.workers[i] = _Worker(self._started, self.env_cls, self.config)
-                        self._started += 1
-                worker = min(self.workers, key=lambda w: w.slots)
-                slot = RemoteSlot(self, worker, next(self._keys))
-            try:
-                slot.run(_create)
-            except WorkerDied as exc:
-                if attempt:
-                    raise EnvCrashed(
-                        f"could not start an environment in a worker process ({exc}); "
-                        "the server log says why"
-                    ) from exc
-                continue
-            worker.slots += 1
-            return slot
+            for i, old in enumerate(self.workers):
+                if not old.alive:
+                    log.warning("replacing worker process %s", old.process.pid)
+                    self.workers[i] = _Worker(self._started, self.env_cls, self.config)
+                    self._started += 1
+            worker = min(self.workers, key=lambda w: w.slots)
+            slot = RemoteSlot(self, worker, next(self._keys))
+            worker.slots += 1  # counted at once, so creations meanwhile go elsewhere
+            (outcome,) = await self.run_many([(slot, _create, ())])
+            if outcome is None:
+                return slot
+            worker.slots -= 1
+            if not isinstance(outcome, WorkerDied):
+                raise outcome
+            if attempt:
+                raise EnvCrashed(
+                    f"could not start an environment in a worker process ({outcome}); "
+                    "the server log says why"
+                ) from outcome
         raise AssertionError("unreachable")
 
-    def run_many(
-        self, items: Sequence[tuple[RemoteSlot, Callable[..., Any], tuple[Any, ...]]]
-    ) -> list[Any]:
-        """Run ``op(slot, *args)`` for each item; each worker gets its share in one message.
+    async def run_many(self, items: Sequence[Op]) -> list[Any]:
+        """Run ``op(slot, *args)`` for each item (all :class:`RemoteSlot` of this pool).
 
-        The workers run their shares in parallel. Returns each item's value, or
-        its exception (the environment's, :class:`WorkerDied`, or ``TimeoutError``).
+        Each worker gets its share in one message, and the workers run their
+        shares in parallel. Returns each item's value, or its exception (the
+        environment's, :class:`WorkerDied`, or ``TimeoutError``).
         """
-        deadline = time.monotonic() + self.timeout
-        shares: dict[int, tuple[_Worker, list[int]]] = {}
         outcomes: list[Any] = [None] * len(items)
-        for index, (slot, op, _) in enumerate(items):
+        #: Per worker: the items' indices and the message that runs them there.
+        shares: dict[int, tuple[_Worker, list[int], Message]] = {}
+        for index, (slot, op, args) in enumerate(items):
+            assert isinstance(slot, RemoteSlot)
             if not slot.worker.alive:  # closing an env that went with its worker: done
                 outcomes[index] = (
                     None
@@ -351,53 +416,31 @@ class WorkerPool:
                     )
                 )
                 continue
-            shares.setdefault(id(slot.worker), (slot.worker, []))[1].append(index)
-        sent: list[tuple[_Worker, list[int]]] = []
-        for worker, indices in shares.values():
-            message = [(items[i][0].key, items[i][1], items[i][2]) for i in indices]
+            _, indices, message = shares.setdefault(id(slot.worker), (slot.worker, [], []))
+            indices.append(index)
+            message.append((slot.key, op, args))
+
+        async def run_share(worker: _Worker, indices: list[int], message: Message) -> None:
             try:
-                worker.send(message)
-                sent.append((worker, indices))
-            except Exception as exc:  # WorkerDied, or arguments that do not pickle
+                replies = await worker.round_trip(message, self.timeout)
+            except Exception as exc:  # WorkerDied, TimeoutError, arguments that do not pickle
                 for i in indices:
                     outcomes[i] = exc
-        for worker, indices in sent:
-            try:
-                replies = worker.receive(deadline)
-            except (WorkerDied, TimeoutError) as exc:
-                for i in indices:
-                    outcomes[i] = exc
-                continue
+                return
             for i, (kind, value) in zip(indices, replies, strict=True):
                 outcomes[i] = value
                 if kind == "ok" and items[i][1] is op_close:
                     worker.slots -= 1
+
+        if len(shares) == 1:
+            await run_share(*next(iter(shares.values())))
+        else:
+            async with anyio.create_task_group() as group:
+                for share in shares.values():
+                    group.start_soon(run_share, *share)
         return outcomes
 
     def close(self) -> None:
         """Stop every worker (their environments are closed as they exit)."""
         for worker in self.workers:
             worker.stop()
-
-
-def run_many(
-    items: Sequence[tuple[Slot | RemoteSlot, Callable[..., Any], tuple[Any, ...]]],
-) -> list[Any]:
-    """Run operations on several slots: local ones in turn, remote ones in their workers at once.
-
-    Returns each item's value or exception, in order.
-    """
-    remote = [i for i, (slot, _, _) in enumerate(items) if isinstance(slot, RemoteSlot)]
-    outcomes: list[Any] = [None] * len(items)
-    if remote:
-        pool = items[remote[0]][0].pool  # type: ignore[union-attr]
-        done = pool.run_many([items[i] for i in remote])  # type: ignore[misc]
-        for i, outcome in zip(remote, done, strict=True):
-            outcomes[i] = outcome
-    for i, (slot, op, args) in enumerate(items):
-        if isinstance(slot, Slot):
-            try:
-                outcomes[i] = op(slot, *args)
-            except Exception as exc:
-                outcomes[i] = exc
-    return outcomes
