@@ -23,6 +23,7 @@ from openenv_mcp.errors import (
     UnsupportedOption,
 )
 from openenv_mcp.server import build_server
+from tests import faulty_env
 from tests.servers import CLI, TRANSPORTS, http_server
 
 pytestmark = pytest.mark.anyio
@@ -257,6 +258,41 @@ async def test_a_command_string_is_split_like_a_shell() -> None:
     with anyio.fail_after(WAIT):
         async with MCPEnvClient(command) as env:
             assert env.spec.config["max_steps"] == 2
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_calls_on_sibling_episodes_are_in_flight_together(
+    transport: str, workers: str, tmp_path: Path
+) -> None:
+    """A call that waits for its sibling's call to happen first can only return if
+    the client sends both at once (HTTP: on two connections) and the server runs both."""
+    faulty_env.register()
+    flag = tmp_path / "flag"
+    options = ["--workers", workers, "--log-level", "WARNING"]
+    with contextlib.ExitStack() as stack:
+        if transport == "http":
+            target: Target = stack.enter_context(
+                http_server("faulty", *options, command=faulty_env.serve_command())
+            )
+        else:
+            target = faulty_env.serve_command("--stdio", *options)
+        with anyio.fail_after(WAIT):
+            async with MCPEnvClient(target) as waiting:
+                other = waiting.spawn()
+                await waiting.reset()
+                await other.reset()
+                got: list[str] = []
+
+                async def wait_for_flag() -> None:
+                    got.append((await waiting.step(f"await:{flag}"))[0])
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(wait_for_flag)
+                    while not flag.with_suffix(".started").exists():
+                        await anyio.sleep(0.01)
+                    assert (await other.step(f"touch:{flag}"))[0] == f"touch:{flag}"
+                assert got == [f"await:{flag}"]
 
 
 def test_the_target_decides_the_transport() -> None:

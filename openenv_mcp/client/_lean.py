@@ -43,6 +43,8 @@ MAX_MESSAGE = 256 * 1024 * 1024
 _STOP_GRACE = 5.0
 #: Seconds after which a kept-alive HTTP connection is replaced before use.
 _IDLE_RECONNECT = 2.0
+#: Most HTTP connections one client keeps to a server (one request in flight on each).
+MAX_CONNECTIONS = 32
 _META = {
     "io.modelcontextprotocol/protocolVersion": LATEST_MODERN_VERSION,
     "io.modelcontextprotocol/clientInfo": {"name": "openenv-mcp", "version": __version__},
@@ -247,8 +249,10 @@ class LeanHttp(LeanTransport):
     """An MCP client over Streamable HTTP: one POST per request on a kept-alive connection.
 
     A minimal HTTP/1.1 client on asyncio streams (a general HTTP client costs
-    about 0.8 ms a request here, most of a step): requests one at a time per
-    connection, replies as JSON or as a server-sent-event stream, bodies by
+    about 0.8 ms a request here, most of a step): one request at a time per
+    connection, and up to :data:`MAX_CONNECTIONS` kept-alive connections, so
+    concurrent calls (a group of episodes gathered) are in flight together;
+    replies as JSON or as a server-sent-event stream, bodies by
     ``Content-Length`` or chunked.
     """
 
@@ -270,31 +274,31 @@ class LeanHttp(LeanTransport):
             "mcp-protocol-version": LATEST_MODERN_VERSION,
             **{k.lower(): v for k, v in (headers or {}).items()},
         }
-        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self._last_used = 0.0
-        self._lock = asyncio.Lock()
+        #: Kept-alive connections not in use, with when each was last used.
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
+        self._open: set[asyncio.StreamWriter] = set()
+        self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
 
-    async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _checkout(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         # Servers drop idle keep-alive connections (uvicorn after 5 s); a reply
         # lost that way cannot be told from a step that never ran, so an idle
         # connection is replaced before it is used, not after it fails.
-        if self._conn is not None and (
-            self._conn[0].at_eof() or time.monotonic() - self._last_used > _IDLE_RECONNECT
-        ):
-            await self._drop()
-        if self._conn is None:
-            self._conn = await asyncio.open_connection(
-                self._host, self._port, ssl=self._tls or None, limit=MAX_MESSAGE
-            )
-        return self._conn
+        while self._idle:
+            reader, writer, last_used = self._idle.pop()
+            if not reader.at_eof() and time.monotonic() - last_used <= _IDLE_RECONNECT:
+                return reader, writer
+            await self._drop(writer)
+        reader, writer = await asyncio.open_connection(
+            self._host, self._port, ssl=self._tls or None, limit=MAX_MESSAGE
+        )
+        self._open.add(writer)
+        return reader, writer
 
-    async def _drop(self) -> None:
-        if self._conn is not None:
-            writer = self._conn[1]
-            self._conn = None
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+    async def _drop(self, writer: asyncio.StreamWriter) -> None:
+        self._open.discard(writer)
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         request_id, body = self._envelope(method, params)
@@ -306,23 +310,26 @@ class LeanHttp(LeanTransport):
         head = f"POST {self._path} HTTP/1.1\r\n" + "".join(
             f"{k}: {v}\r\n" for k, v in headers.items()
         )
-        async with self._lock:  # one request at a time on the connection
-            reader, writer = await self._connection()
+        async with self._slots:
+            reader, writer = await self._checkout()
             try:
                 writer.write(head.encode("latin-1") + b"\r\n" + body)
                 status, reply_headers, payload = await _read_response(reader)
             except BaseException:
-                await self._drop()
+                await self._drop(writer)
                 raise
-            self._last_used = time.monotonic()
             if reply_headers.get("connection", "").lower() == "close":
-                await self._drop()
+                await self._drop(writer)
+            else:
+                self._idle.append((reader, writer, time.monotonic()))
         if status >= 400:
             raise MCPError(-32600, f"HTTP {status} from {self.url}: {payload[:300]!r}")
         return self._result(_http_message(reply_headers, payload, request_id))
 
     async def close(self) -> None:
-        await self._drop()
+        self._idle.clear()
+        for writer in list(self._open):
+            await self._drop(writer)
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
