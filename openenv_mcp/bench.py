@@ -13,8 +13,10 @@ the ratio is the median MCP steps/s over the median raw steps/s.
 
 With ``batch=N``, N episodes are stepped: raw, N instances round-robin; over
 MCP, N episodes on one connection, each step one ``step_batch`` call with N
-items. Every returned observation is decoded (PNG frames to arrays included):
-a trainer needs the array.
+items, or with ``concurrent=True`` N ``step`` calls all in flight at once (as a
+GRPO group gathered with ``asyncio.gather`` makes them). Every returned
+observation is decoded (PNG frames to arrays included): a trainer needs the
+array.
 
 :func:`run_live` is the scale check instead: it opens many episodes on one
 server, reports the server's resident memory before and after, and checks
@@ -97,6 +99,8 @@ class BenchConfig:
             (compressed arrays, the client's default), ``"raw"``
             (compact arrays) or ``"none"`` (the observation is not sent).
         batch: episodes stepped together (one ``step_batch`` call per step over MCP).
+        concurrent: with ``batch`` N, N concurrent ``step`` calls per step instead
+            of one ``step_batch`` call.
         workers: the server's worker processes (``serve --workers``; 0: none).
         steps: environment steps per side per repeat (rounded up to a multiple of ``batch``).
         repeats: timed repeats per side; the figures are medians.
@@ -109,6 +113,7 @@ class BenchConfig:
     transport: BenchTransport = "stdio"
     frames: BenchFrames = "zstd"
     batch: int = 1
+    concurrent: bool = False
     workers: int = 0
     steps: int = DEFAULT_STEPS
     repeats: int = DEFAULT_REPEATS
@@ -120,6 +125,11 @@ class BenchConfig:
         for name in ("batch", "steps", "repeats"):
             if getattr(self, name) < 1:
                 raise ArgumentError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.concurrent and self.batch < 2:
+            raise ArgumentError(
+                f"--concurrent steps a batch of episodes with concurrent calls: it needs "
+                f"--batch 2 or more, got --batch {self.batch}"
+            )
         if self.warmup < 0:
             raise ArgumentError(f"--warmup must be 0 or more, got {self.warmup}")
         if self.workers < 0:
@@ -186,6 +196,7 @@ class BenchResult(_Report):
     transport: BenchTransport
     frames: BenchFrames
     batch: int
+    concurrent: bool
     workers: int
     steps: int
     repeats: int
@@ -212,7 +223,8 @@ class BenchResult(_Report):
         """A short human-readable table of the figures."""
         lines = [
             f"openenv-mcp bench {' '.join([self.env, *self.env_args])}: "
-            f"transport {self.transport}, frames {self.frames}, batch {self.batch}, "
+            f"transport {self.transport}, frames {self.frames}, batch {self.batch}"
+            f"{' (concurrent calls)' if self.concurrent else ''}, "
             f"{self.workers} workers, "
             f"{self.steps} steps x {self.repeats} repeats (medians)",
             f"  {'':<22}{'steps/s':>10}{'ms/step':>10}",
@@ -356,11 +368,20 @@ class _McpSide:
     batch 1: :meth:`MCPEnvClient.step` (frames zstd, raw or png), or the ``step`` tool
     with ``frames="none"`` through :meth:`MCPEnvClient.call` (the client itself
     always asks for the observation). batch N: :func:`step_batch`, one
-    ``step_batch`` call per step over the connection, as :class:`MCPVectorEnv` does.
+    ``step_batch`` call per step over the connection, as :class:`MCPVectorEnv` does;
+    or, ``concurrent``, one ``step`` call per episode, all in flight at once.
     """
 
-    def __init__(self, root: MCPEnvClient, batch: int, frames: BenchFrames, seed: int) -> None:
+    def __init__(
+        self,
+        root: MCPEnvClient,
+        batch: int,
+        frames: BenchFrames,
+        seed: int,
+        concurrent: bool = False,
+    ) -> None:
         self.root = root
+        self.concurrent = concurrent
         self.clients = [root, *(root.spawn() for _ in range(batch - 1))]
         self.frames = frames
         self.seed = seed
@@ -370,7 +391,7 @@ class _McpSide:
         array = root.spec.observation.kind == "array"
         # As the client does: only array observations travel as frames.
         self._wire_frames = frames if frames == "none" or array else "raw"
-        if batch > 1 and STEP_BATCH_TOOL not in root.tool_names:
+        if batch > 1 and not concurrent and STEP_BATCH_TOOL not in root.tool_names:
             raise ArgumentError(f"--batch {batch} needs a server with a {STEP_BATCH_TOOL} tool")
 
     async def start(self) -> None:
@@ -384,17 +405,35 @@ class _McpSide:
         self._paused = 0.0
         start = time.perf_counter()
         for group in calls:
-            if n > 1:
+            if n > 1 and not self.concurrent:
                 await self._step_batch(group, tally)
-            elif self.frames == "none":
-                view = await self.root.call("step", action=group[0], frames="none")
-                await self._count(self.root, view, tally)
+                continue
+            if n == 1:
+                views = [await self._step(self.root, group[0])]
             else:
-                _, reward, terminated, truncated, _ = await self.root.step(group[0])
-                await self._count(
-                    self.root, {"reward": reward, "ended": terminated or truncated}, tally
-                )
+                views = await self._step_concurrently(group)
+            for client, view in zip(self.clients, views, strict=True):
+                await self._count(client, view, tally)
         self.elapsed = time.perf_counter() - start - self._paused
+
+    async def _step(self, client: MCPEnvClient, action: Any) -> dict[str, Any]:
+        """One ``step`` call; its reward and whether the episode ended."""
+        if self.frames == "none":
+            return await client.call("step", action=action, frames="none")
+        _, reward, terminated, truncated, _ = await client.step(action)
+        return {"reward": reward, "ended": terminated or truncated}
+
+    async def _step_concurrently(self, actions: list[Any]) -> list[dict[str, Any]]:
+        """One ``step`` call per episode, all in flight at once."""
+        views: list[dict[str, Any]] = [{}] * len(actions)
+
+        async def step(i: int) -> None:
+            views[i] = await self._step(self.clients[i], actions[i])
+
+        async with anyio.create_task_group() as calls:
+            for i in range(len(actions)):
+                calls.start_soon(step, i)
+        return views
 
     async def _step_batch(self, actions: list[Any], tally: _Tally) -> None:
         if self._wire_frames != "none":
@@ -591,7 +630,7 @@ async def _bench(config: BenchConfig, progress: Progress) -> BenchResult:
         )
         progress(f"starting the {config.transport} server for {config.env}...")
         async with _connect(config, options, config.frames) as (client, _pid):
-            mcp = _McpSide(client, batch, config.frames, config.seed)
+            mcp = _McpSide(client, batch, config.frames, config.seed, config.concurrent)
             await mcp.start()
             warm_raw, warm_mcp = _Tally(), _Tally()
             raw.run(lists[0], warm_raw)
@@ -623,6 +662,7 @@ async def _bench(config: BenchConfig, progress: Progress) -> BenchResult:
         transport=config.transport,
         frames=config.frames,
         batch=batch,
+        concurrent=config.concurrent,
         workers=config.workers,
         steps=steps,
         repeats=config.repeats,

@@ -248,6 +248,13 @@ def bench(
     batch: Annotated[
         int, typer.Option(help="Episodes stepped together (one step_batch call per step).")
     ] = 1,
+    concurrent: Annotated[
+        bool,
+        typer.Option(
+            help="With --batch N: N concurrent step calls per step (all in flight at once) "
+            "instead of one step_batch call."
+        ),
+    ] = False,
     workers: Annotated[
         int, typer.Option(help="The server's worker processes (serve --workers).")
     ] = 0,
@@ -276,6 +283,7 @@ def bench(
         transport=transport,
         frames=frames,
         batch=batch,
+        concurrent=concurrent,
         workers=workers,
         steps=steps,
         repeats=repeats,

@@ -25,6 +25,7 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "transport": str,
     "frames": str,
     "batch": int,
+    "concurrent": bool,
     "workers": int,
     "steps": int,
     "repeats": int,
@@ -96,6 +97,16 @@ def test_json_echo_memory_batch_steps_the_same_workload(frames: str) -> None:
     assert data["raw_episodes_ended"] == data["mcp_episodes_ended"] > 0
 
 
+@pytest.mark.parametrize("env", ["echo", "atari"])
+def test_json_concurrent_calls_step_the_same_workload(env: str) -> None:
+    args = ["--transport", "memory", "--batch", "3", "--concurrent", *TINY]
+    data = bench_json(env, *args, *(["--max-steps", "3"] if env == "echo" else []))
+    check_fields(data, repeats=2)
+    assert (data["batch"], data["concurrent"], data["steps"]) == (3, True, 6)
+    assert data["raw_reward_total"] == pytest.approx(data["mcp_reward_total"])
+    assert data["raw_episodes_ended"] == data["mcp_episodes_ended"]
+
+
 @pytest.mark.slow
 def test_json_echo_stdio() -> None:
     check_fields(bench_json("echo", "--transport", "stdio", *TINY), repeats=2)
@@ -119,11 +130,12 @@ def test_json_atari_memory(frames: str, batch: str) -> None:
 
 
 def test_json_atari_memory_with_workers_steps_the_same_workload() -> None:
-    args = ["--transport", "memory", "--batch", "4", "--workers", "2", *TINY]
-    data = bench_json("atari", *args, "--game", "pong")
-    check_fields(data, repeats=2)
-    assert (data["batch"], data["workers"]) == (4, 2)
-    assert data["raw_reward_total"] == pytest.approx(data["mcp_reward_total"])
+    for concurrent in ([], ["--concurrent"]):
+        args = ["--transport", "memory", "--batch", "4", "--workers", "2", *concurrent, *TINY]
+        data = bench_json("atari", *args, "--game", "pong")
+        check_fields(data, repeats=2)
+        assert (data["batch"], data["workers"], data["concurrent"]) == (4, 2, bool(concurrent))
+        assert data["raw_reward_total"] == pytest.approx(data["mcp_reward_total"])
 
 
 @pytest.mark.slow
@@ -146,6 +158,7 @@ def test_table_names_the_ratio_and_logs_go_to_stderr() -> None:
     ("args", "message"),
     [
         (["--batch", "0"], "--batch must be at least 1"),
+        (["--concurrent"], "it needs --batch 2 or more, got --batch 1"),
         (["--max-step", "3"], "Did you mean '--max-steps'?"),
         (["--frames", "jpeg"], "jpeg"),
     ],
