@@ -359,6 +359,8 @@ class EpisodeManager:
         server and other episodes go on.
         """
         (outcome,) = await self.run_ops([(episode.slot, op, args)], episodes=(episode,))
+        if isinstance(outcome, OpenEnvError):
+            raise outcome  # the env's own validation error: the episode is fine
         if isinstance(outcome, Exception):
             raise self.failed(episode, what, outcome) from outcome
         return outcome  # type: ignore[no-any-return]
