@@ -15,6 +15,8 @@ Actions are strings:
 * ``"print:TEXT"``: ``step`` writes TEXT to stdout (which a stdio server must keep
   off its transport);
 * ``"exit"``: the process exits at once (a crashed env; for worker processes only);
+* ``"odd"``: ``step`` returns an info holding values JSON and pickle cannot
+  (a lock, a generator) beside a numpy array;
 * ``"await:PATH"``: ``step`` creates ``PATH.started``, then waits until the file
   PATH exists (raising after :data:`MAX_SLEEP`); ``"touch:PATH"`` creates it. Two
   episodes in different processes prove by these that their calls overlap;
@@ -35,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.environment import Environment, ObservationSpec, StepResult, reject_options
@@ -161,12 +164,15 @@ class FaultyEnv(Environment):
         elif action.startswith("touch:"):
             Path(action[6:]).touch()
         self.steps += 1
+        info: dict[Any, Any] = {"steps": self.steps}
+        if action == "odd":
+            info.update({"lock": threading.Lock(), "gen": iter(()), 7: np.arange(3)})
         return StepResult(
             observation=action,
             reward=1.0,
             terminated=False,
             truncated=self.steps >= self.cfg.max_steps,
-            info={"steps": self.steps},
+            info=info,
         )
 
     def snapshot(self) -> Any:

@@ -175,6 +175,26 @@ async def test_a_hung_worker_times_out_alone() -> None:
             assert (await stuck.step("recovered"))[0] == "recovered"
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+async def test_info_values_json_cannot_hold_arrive_as_text_with_or_without_workers(
+    workers: int,
+) -> None:
+    """An env's odd info values (a lock, a generator) become their repr where the env
+    lives, so they neither break a reply nor fail to cross a worker's pipe."""
+    with anyio.fail_after(WAIT):
+        async with served("faulty", workers) as server, MCPEnvClient(server) as env:
+            await env.reset()
+            neighbour = env.spawn()
+            await neighbour.reset()
+            async with anyio.create_task_group() as group:  # in one worker message, maybe
+                group.start_soon(neighbour.step, "fine")
+                obs, _, _, _, info = await env.step("odd")
+            assert obs == "odd" and info["7"] == [0, 1, 2] and info["steps"] == 1
+            assert "lock" in info["lock"] and "iterator" in info["gen"]
+            assert (await env.step("next"))[4]["steps"] == 2  # the episode is fine
+            assert (await neighbour.step("also"))[4]["steps"] == 2
+
+
 async def test_while_one_worker_is_busy_the_others_episodes_answer(tmp_path: Path) -> None:
     """The server awaits a worker without blocking: a call that waits for another
     episode's call (in the other worker) to happen first can only finish if both run."""

@@ -151,7 +151,7 @@ def episode_view(episode: Episode, observed: Observed) -> dict[str, Any]:
         "episode_return": episode.episode_return,
         "terminated": episode.terminated,
         "truncated": episode.truncated,
-        "info": to_jsonable(episode.info),
+        "info": episode.info,  # JSON-able already (made so where the env lives)
     }
     if observed.observation is not None:
         view["observation"] = observed.observation

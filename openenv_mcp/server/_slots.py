@@ -39,6 +39,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
+from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.environment import Environment, ObservationSpec, StepResult
 from openenv_mcp.errors import EnvCrashed
 from openenv_mcp.server._results import Observed, observe
@@ -94,13 +95,20 @@ def _text(slot: Slot, spec: ObservationSpec) -> str | None:
     return text
 
 
+def _jsonable_dict(data: Any) -> dict[str, Any]:
+    """A JSON-able copy of an env's info or tool result, made where the env lives:
+    odd values become their repr there, so they cross a worker's pipe as they
+    would reach a client."""
+    return {str(k): to_jsonable(v) for k, v in dict(data).items()}
+
+
 def op_reset(
     slot: Slot, spec: ObservationSpec, seed: int | None, options: Any, frames: Frames
 ) -> tuple[dict[str, Any], Observed, str | None]:
     """Reset: the first info, the observation made ready for the wire, its text."""
     obs, info = slot.env.reset(seed=seed, options=options)
     slot.observation = obs
-    return dict(info), observe(slot.env, spec, obs, frames), _text(slot, spec)
+    return _jsonable_dict(info), observe(slot.env, spec, obs, frames), _text(slot, spec)
 
 
 def op_step(
@@ -110,13 +118,15 @@ def op_step(
     result = slot.env.step(action)
     slot.observation = result.observation
     observed = observe(slot.env, spec, result.observation, frames)
-    bare = StepResult(None, result.reward, result.terminated, result.truncated, result.info)
+    bare = StepResult(
+        None, result.reward, result.terminated, result.truncated, _jsonable_dict(result.info)
+    )
     return bare, observed, _text(slot, spec)
 
 
 def op_state(slot: Slot, spec: ObservationSpec, frames: Frames) -> tuple[dict[str, Any], Observed]:
     """The environment's state fields and its current observation."""
-    return slot.env.state(), observe(slot.env, spec, slot.observation, frames)
+    return _jsonable_dict(slot.env.state()), observe(slot.env, spec, slot.observation, frames)
 
 
 def op_snapshot(slot: Slot) -> tuple[Any, Any]:
@@ -138,7 +148,7 @@ def op_tool(slot: Slot, name: str, params: dict[str, Any] | None) -> dict[str, A
     """Run the environment's own episode tool ``name``."""
     tool = next(t for t in slot.env.tools() if t.name == name)
     args = tool.params.model_validate(params) if tool.params is not None else None
-    return tool.handler(slot.env, args)
+    return _jsonable_dict(tool.handler(slot.env, args))
 
 
 def op_close(slot: Slot) -> None:
