@@ -34,7 +34,7 @@ from openenv_mcp.bench import _children
 from openenv_mcp.client import MCPEnvClient, step_batch
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed, InvalidAction
 from openenv_mcp.server import ServerSettings, build_server, get_app
-from openenv_mcp.server._slots import RemoteSlot
+from openenv_mcp.server._slots import RemoteSlot, op_state, op_step
 from tests import faulty_env
 from tests.servers import CLI
 
@@ -242,6 +242,30 @@ async def test_concurrent_calls_on_shared_workers_each_get_their_own_answer() ->
                     tasks.start_soon(play, k, client)
             pool = get_app(server).pool
             assert pool is not None and all(w.alive for w in pool.workers)
+
+
+async def test_of_calls_queued_together_one_that_cannot_be_sent_fails_alone() -> None:
+    with anyio.fail_after(WAIT):
+        async with served("faulty", 1) as server, MCPEnvClient(server) as env:
+            await env.reset()
+            app = get_app(server)
+            assert app.pool is not None
+            slot = app.episodes.episodes[env.episode_id].slot  # type: ignore[index]
+            outcomes: dict[str, Any] = {}
+
+            async def run(name: str, op: Any, *args: Any) -> None:
+                (outcomes[name],) = await app.pool.run_many([(slot, op, args)])  # type: ignore[union-attr]
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run, "busy", op_step, app.obs_spec, "sleep:1", "none")
+                await anyio.sleep(0.1)  # the worker is busy: the next two queue together
+                group.start_soon(run, "unsendable", op_state, lambda: None, "none")
+                group.start_soon(run, "fine", op_state, app.obs_spec, "none")
+            assert outcomes["busy"][0].observation is None and outcomes["busy"][0].reward == 1.0
+            assert isinstance(outcomes["unsendable"], Exception)
+            assert "pickle" in str(outcomes["unsendable"])
+            assert not isinstance(outcomes["fine"], Exception)
+            assert all(w.alive for w in app.pool.workers)
 
 
 def wait_gone(pids: set[int], timeout: float = 20.0) -> set[int]:
