@@ -99,7 +99,8 @@ def _jsonable_dict(data: Any) -> dict[str, Any]:
     """A JSON-able copy of an env's info or tool result, made where the env lives:
     odd values become their repr there, so they cross a worker's pipe as they
     would reach a client."""
-    return {str(k): to_jsonable(v) for k, v in dict(data).items()}
+    jsonable: dict[str, Any] = to_jsonable(dict(data))
+    return jsonable
 
 
 def op_reset(
