@@ -129,7 +129,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     envs = MCPVectorEnv(server, num_envs=args.group_size, autoreset_mode=AutoresetMode.NEXT_STEP)
     try:
-        first = envs.clients[0]
+        first = envs.episodes[0]
         n_actions = int(envs.single_action_space.n)  # type: ignore[attr-defined]
         policy = Policy(141, n_actions)
         rng = np.random.default_rng(args.seed)

@@ -185,7 +185,7 @@ def environment_factory(
     root = MCPEnvClient(target).sync()
     atexit.register(root.close)
     spec = root.spec
-    with_images = spec.observation.has_frame if images is None else images
+    with_images = spec.has_frame if images is None else images
     namespace: dict[str, Any] = {
         "_root": root,
         "_images": with_images,
@@ -195,7 +195,7 @@ def environment_factory(
     if spec.actions is not None:
         taken = {"reset", "get_reward"}
         for action in spec.actions:
-            method = _method_name(spec.actions.tool_name(action.id), taken)
+            method = _method_name(spec.actions.tool_name(action), taken)
             meaning = action.meaning or f"action {action.name}"
             doc = f"{meaning[0].upper()}{meaning[1:]} ({action.name}).{returns}"
             namespace[method] = _action_method(method, action.id, doc, with_images)

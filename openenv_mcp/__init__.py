@@ -1,29 +1,44 @@
 """openenv-mcp: every RL environment as a standard MCP server.
 
-What users import: the environment contract, the server builder, and the
-errors. The client lives in :mod:`openenv_mcp.client`.
+What users import: the environment contract, the server builder, the client
+and the errors' module. Every name is loaded on first use, so importing the
+package is cheap (the server stack loads only when a server is built).
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from openenv_mcp.environment import (
-    Action,
-    ActionSet,
-    Environment,
-    EnvTool,
-    ObservationSpec,
-    StepResult,
-)
-from openenv_mcp.server import ServerSettings, build_server, serve
+from typing import TYPE_CHECKING
+
+from openenv_mcp._lazy import lazy_exports
+from openenv_mcp._version import __version__ as __version__
 
 __all__ = [
     "Action",
     "ActionSet",
     "EnvTool",
     "Environment",
-    "ObservationSpec",
+    "MCPEnvClient",
     "ServerSettings",
     "StepResult",
     "build_server",
     "serve",
 ]
+
+_EXPORTS = {
+    "Action": "openenv_mcp.environment",
+    "ActionSet": "openenv_mcp.environment",
+    "EnvTool": "openenv_mcp.environment",
+    "Environment": "openenv_mcp.environment",
+    "StepResult": "openenv_mcp.environment",
+    "MCPEnvClient": "openenv_mcp.client",
+    "ServerSettings": "openenv_mcp.server",
+    "build_server": "openenv_mcp.server",
+    "serve": "openenv_mcp.server",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from openenv_mcp.client import MCPEnvClient
+    from openenv_mcp.environment import Action, ActionSet, Environment, EnvTool, StepResult
+    from openenv_mcp.server import ServerSettings, build_server, serve

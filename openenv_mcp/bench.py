@@ -20,7 +20,8 @@ array.
 
 :func:`run_live` is the scale check instead: it opens many episodes on one
 server, reports the server's resident memory before and after, and checks
-that every episode still answers a step.
+that every episode still answers a step. :func:`run_startup` times what a user
+waits for before the first step: imports, a stdio server's start, a worker's.
 """
 
 from __future__ import annotations
@@ -44,15 +45,18 @@ from typing import Any, Literal
 
 import anyio
 import numpy as np
+from gymnasium import spaces as gym_spaces
 from pydantic import BaseModel
 
-from openenv_mcp.client import MCPEnvClient, step_batch
-from openenv_mcp.client._client import STEP_BATCH_TOOL
+from openenv_mcp.client import Episode, MCPEnvClient, step_batch
+from openenv_mcp.client._session import STEP_BATCH_TOOL
+from openenv_mcp.codecs import check_frames
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, error_from_wire
+from openenv_mcp.options import make_config, parse_cli_options
 from openenv_mcp.registry import get_env_class
-from openenv_mcp.server import ServerSettings, build_server
-from openenv_mcp.server._build import get_app, make_config
+from openenv_mcp.server import ServerSettings, build_server, get_app
+from openenv_mcp.spaces import encode, is_array_space
 
 __all__ = [
     "DEFAULT_REPEATS",
@@ -62,15 +66,18 @@ __all__ = [
     "BenchResult",
     "BenchTransport",
     "LiveResult",
+    "StartupResult",
     "run_bench",
     "run_live",
+    "run_startup",
 ]
 
 #: Where the MCP side's server runs.
 BenchTransport = Literal["memory", "stdio", "http"]
-#: How observations come back over MCP: PNG decoded to an array, zstd-compressed
-#: or plain raw array, or not at all.
+#: How observations come back over MCP (of the frames vocabulary, ``openenv_mcp.codecs``):
+#: PNG decoded to an array, zstd-compressed or plain raw array, or not at all.
 BenchFrames = Literal["png", "zstd", "raw", "none"]
+BENCH_FRAMES: tuple[BenchFrames, ...] = ("png", "zstd", "raw", "none")
 
 #: Environment steps per side per repeat: a few seconds a row for Atari over stdio.
 DEFAULT_STEPS = 500
@@ -136,8 +143,7 @@ class BenchConfig:
             raise ArgumentError(f"--workers must be 0 or more, got {self.workers}")
         if self.transport not in ("memory", "stdio", "http"):
             raise ArgumentError(f"transport must be memory, stdio or http, got {self.transport!r}")
-        if self.frames not in ("png", "zstd", "raw", "none"):
-            raise ArgumentError(f"frames must be png, zstd, raw or none, got {self.frames!r}")
+        check_frames(self.frames, BENCH_FRAMES)
 
 
 def _median(values: Sequence[float]) -> float:
@@ -163,7 +169,10 @@ def _environment_facts() -> dict[str, Any]:
     return {
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
+        # Not platform.platform(): it runs `uname -p` in a subprocess.
+        "platform": "-".join(
+            (platform.system(), platform.release(), platform.machine(), *platform.libc_ver())
+        ),
         "cpu_count": os.cpu_count(),
         "cpus_usable": usable,
         "load_average": load,
@@ -286,30 +295,27 @@ class LiveResult(_Report):
 # -- the workload ---------------------------------------------------------------------------
 
 
-def _resolve(config: BenchConfig) -> tuple[type[Environment], BaseModel, dict[str, Any]]:
+def _resolve(config: BenchConfig) -> tuple[type[Environment[Any]], BaseModel, dict[str, Any]]:
     """The environment class, its validated Config, and the options as keyword arguments."""
-    from openenv_mcp.cli import parse_env_options  # the CLI form is the options' contract
-
     env_cls = get_env_class(config.env)
-    options = parse_env_options(env_cls, list(config.env_args))
-    return env_cls, make_config(env_cls, options), options
+    (options,) = parse_cli_options([env_cls.Config], list(config.env_args), where=config.env)
+    return env_cls, make_config(env_cls.Config, options, env_cls.name), options
 
 
-def _sampler(env: Environment) -> Callable[[np.random.Generator], Any]:
-    """Draw one random legal action (as it travels on the wire)."""
-    actions = env.action_set
+def _sampler(env: Environment[Any]) -> Callable[[np.random.Generator], Any]:
+    """Draw one random action (as it travels on the wire), from the seeded generator."""
+    actions, space = env.action_set, env.action_space
     if actions is not None:
         return actions.sample
-    schema = env.action_schema()
-    if schema.get("type") == "string":
+    if isinstance(space, gym_spaces.Text):
         # Short messages; never "bye", which would end echo's episodes early.
         return lambda rng: f"message {int(rng.integers(1_000_000))}"
-    if schema.get("type") == "integer" and "minimum" in schema and "maximum" in schema:
-        low, high = int(schema["minimum"]), int(schema["maximum"])
-        return lambda rng: int(rng.integers(low, high + 1))
-    raise ArgumentError(
-        f"bench draws discrete, integer or text actions; {env.name}'s action schema is {schema}"
-    )
+
+    def sample(rng: np.random.Generator) -> Any:
+        space.seed(int(rng.integers(2**31)))
+        return encode(space, space.sample())
+
+    return sample
 
 
 class _Seeds:
@@ -333,7 +339,7 @@ class _Tally:
 class _RawSide:
     """N environment instances in this process, stepped round-robin."""
 
-    def __init__(self, env_cls: type[Environment], config: BaseModel, batch: int, seed: int):
+    def __init__(self, env_cls: type[Environment[Any]], config: BaseModel, batch: int, seed: int):
         self.envs = [env_cls(config) for _ in range(batch)]
         self._seeds = _Seeds(seed, batch)
         self.elapsed = 0.0
@@ -382,13 +388,13 @@ class _McpSide:
     ) -> None:
         self.root = root
         self.concurrent = concurrent
-        self.clients = [root, *(root.spawn() for _ in range(batch - 1))]
+        self.clients: list[Episode] = [root, *(root.spawn() for _ in range(batch - 1))]
         self.frames = frames
         self.seed = seed
         self._seeds = _Seeds(seed, batch)
         self.elapsed = 0.0
         self._paused = 0.0
-        array = root.spec.observation.kind == "array"
+        array = is_array_space(root.observation_space)
         # As the client does: only array observations travel as frames.
         self._wire_frames = frames if frames == "none" or array else "raw"
         if batch > 1 and not concurrent and STEP_BATCH_TOOL not in root.tool_names:
@@ -416,7 +422,7 @@ class _McpSide:
                 await self._count(client, view, tally)
         self.elapsed = time.perf_counter() - start - self._paused
 
-    async def _step(self, client: MCPEnvClient, action: Any) -> dict[str, Any]:
+    async def _step(self, client: Episode, action: Any) -> dict[str, Any]:
         """One ``step`` call; its reward and whether the episode ended."""
         if self.frames == "none":
             return await client.call("step", action=action, frames="none")
@@ -456,7 +462,7 @@ class _McpSide:
                 raise error_from_wire(str(view["error"]))
             await self._count(client, view, tally)
 
-    async def _count(self, client: MCPEnvClient, view: dict[str, Any], tally: _Tally) -> None:
+    async def _count(self, client: Episode, view: dict[str, Any], tally: _Tally) -> None:
         """Add a step's reward; reset (untimed) an episode that ended."""
         tally.reward += float(view["reward"])
         if view.get("ended") or view.get("terminated") or view.get("truncated"):
@@ -782,3 +788,161 @@ def run_live(config: BenchConfig, count: int, progress: Progress | None = None) 
         OpenEnvError: as :func:`run_bench`.
     """
     return anyio.run(_live, config, count, progress or _quiet)
+
+
+# -- start-up -------------------------------------------------------------------------------
+
+#: What ``--startup`` imports in fresh interpreters, timed against ``python -c pass``.
+IMPORTS = {
+    "import openenv_mcp": "import openenv_mcp",
+    "from openenv_mcp import MCPEnvClient": "from openenv_mcp import MCPEnvClient",
+    "build_server (the server stack)": "from openenv_mcp.server import build_server",
+}
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "openenv-mcp-bench", "version": "0"},
+    },
+}
+
+
+@dataclass
+class StartupResult(_Report):
+    """The figures of one :func:`run_startup` run (medians over repeats, in seconds).
+
+    ``import_s`` maps each statement of :data:`IMPORTS` to its time in a fresh
+    interpreter beyond the interpreter's own start (``python_s``), and
+    ``import_modules`` to the modules it left loaded.
+    """
+
+    env: str
+    env_args: list[str]
+    repeats: int
+    python_s: float
+    import_s: dict[str, float]
+    import_modules: dict[str, int]
+    stdio_initialize_s: float
+    stdio_first_reset_s: float
+    worker_ready_s: float
+    worker_first_env_s: float
+    stdio_initialize_s_repeats: list[float]
+    worker_ready_s_repeats: list[float]
+    facts: dict[str, Any] = field(default_factory=_environment_facts)
+
+    def table(self) -> str:
+        """A short human-readable summary."""
+        lines = [
+            f"openenv-mcp bench {' '.join([self.env, *self.env_args])} --startup: medians of "
+            f"{self.repeats} (seconds)",
+            f"  python -c pass                       {self.python_s:7.3f}",
+        ]
+        for what, took in self.import_s.items():
+            lines.append(f"  {what:<36} {took:+7.3f}  ({self.import_modules[what]} modules loaded)")
+        lines += [
+            f"  stdio: spawn -> initialize answered   {self.stdio_initialize_s:7.3f}",
+            f"  stdio: spawn -> first reset answered  {self.stdio_first_reset_s:7.3f}",
+            f"  worker: spawn -> ready                {self.worker_ready_s:7.3f}",
+            f"  worker: spawn -> first env made       {self.worker_first_env_s:7.3f}",
+        ]
+        return "\n".join(lines)
+
+
+def _timed_python(code: str) -> tuple[float, int]:
+    """Seconds for a fresh interpreter to run ``code``, and the modules it left loaded."""
+    script = f"{code}\nimport sys; print(len(sys.modules))"
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    return time.perf_counter() - began, int(done.stdout.split()[-1])
+
+
+def _stdio_start(config: BenchConfig) -> tuple[float, float]:
+    """Seconds from spawning ``serve ENV --stdio`` to its initialize answer, and to a reset's."""
+    import json
+
+    command = _serve_command(config.env, "stdio", config.env_args)
+    began = time.perf_counter()
+    proc = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(_INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        if b'"result"' not in proc.stdout.readline():
+            raise ServerDied(f"{' '.join(command)} did not answer initialize")
+        initialized = time.perf_counter() - began
+        reset = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        reset["params"] = {"name": "reset", "arguments": {"seed": 0, "frames": "none"}}
+        proc.stdin.write(json.dumps(reset).encode() + b"\n")
+        proc.stdin.flush()
+        if b'"result"' not in proc.stdout.readline():
+            raise ServerDied(f"{' '.join(command)} did not answer reset")
+        return initialized, time.perf_counter() - began
+    finally:
+        _stop(proc)
+
+
+async def _worker_start(
+    env_cls: type[Environment[Any]], env_config: BaseModel
+) -> tuple[float, float]:
+    """Seconds from spawning a worker process to its ready, and to its first environment."""
+    from openenv_mcp.server._workers import WorkerRuntime
+
+    began = time.perf_counter()
+    runtime = WorkerRuntime(env_cls, env_config, 1, call_timeout=120.0, start_timeout=120.0)
+    try:
+        await runtime.create("bench")
+        made = time.perf_counter() - began
+        ready = runtime.workers[0].start_seconds
+        assert ready is not None
+        return ready, made
+    finally:
+        await runtime.aclose()
+
+
+async def _startup(config: BenchConfig, progress: Progress) -> StartupResult:
+    env_cls, env_config, _ = _resolve(config)
+    repeats = max(1, config.repeats)
+    python = [_timed_python("pass")[0] for _ in range(repeats)]
+    imports: dict[str, float] = {}
+    modules: dict[str, int] = {}
+    for what, code in IMPORTS.items():
+        runs = [_timed_python(code) for _ in range(repeats)]
+        imports[what] = _median([t for t, _ in runs]) - _median(python)
+        modules[what] = runs[-1][1]
+        progress(f"{what}: {imports[what]:+.3f} s ({modules[what]} modules)")
+    stdio = [_stdio_start(config) for _ in range(repeats)]
+    progress(f"stdio start: {_median([s[0] for s in stdio]):.3f} s to initialize")
+    workers = [await _worker_start(env_cls, env_config) for _ in range(repeats)]
+    progress(f"worker start: {_median([w[0] for w in workers]):.3f} s to ready")
+    return StartupResult(
+        env=config.env,
+        env_args=list(config.env_args),
+        repeats=repeats,
+        python_s=_median(python),
+        import_s=imports,
+        import_modules=modules,
+        stdio_initialize_s=_median([s[0] for s in stdio]),
+        stdio_first_reset_s=_median([s[1] for s in stdio]),
+        worker_ready_s=_median([w[0] for w in workers]),
+        worker_first_env_s=_median([w[1] for w in workers]),
+        stdio_initialize_s_repeats=[s[0] for s in stdio],
+        worker_ready_s_repeats=[w[0] for w in workers],
+    )
+
+
+def run_startup(config: BenchConfig, progress: Progress | None = None) -> StartupResult:
+    """Time what comes before the first step: imports, a stdio server's start, a worker's.
+
+    Each figure is the median of ``config.repeats`` fresh starts.
+
+    Raises:
+        OpenEnvError: as :func:`run_bench`.
+    """
+    return anyio.run(_startup, config, progress or _quiet)

@@ -10,14 +10,20 @@ import contextlib
 import json
 import logging
 import sys
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 import typer
 
-from openenv_mcp.environment import Environment
-from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, did_you_mean
-from openenv_mcp.registry import env_names, get_env_class, get_spec
+from openenv_mcp.errors import OpenEnvError, ServerDied
+from openenv_mcp.options import flag, make_config, parse_cli_options
+from openenv_mcp.registry import env_names, get_entry, get_env_class
+from openenv_mcp.server._settings import ServerSettings
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from openenv_mcp.environment import Environment
 
 app = typer.Typer(
     name="openenv-mcp",
@@ -35,7 +41,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def parse_env_options(env_cls: type[Environment], args: list[str]) -> dict[str, Any]:
+def parse_env_options(env_cls: type[Environment[Any]], args: list[str]) -> dict[str, Any]:
     """Turn ``--game breakout --no-full-action-space`` into Config keyword arguments.
 
     Values stay strings; the environment's ``Config`` validates and converts them.
@@ -43,78 +49,45 @@ def parse_env_options(env_cls: type[Environment], args: list[str]) -> dict[str, 
     Raises:
         ArgumentError: for an unknown option (with "did you mean") or a missing value.
     """
-    fields = env_cls.Config.model_fields
-    flags = [f"--{name.replace('_', '-')}" for name in fields]
-    options: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        token = args[i]
-        if not token.startswith("--"):
-            raise ArgumentError(f"unexpected argument {token!r}; options look like --name value")
-        key, eq, value = token[2:].partition("=")
-        name = key.replace("-", "_")
-        negated = name.startswith("no_") and name[3:] in fields
-        if negated:
-            name = name[3:]
-        if name not in fields:
-            raise ArgumentError(
-                f"unknown option {token.split('=')[0]!r} for {env_cls.name!r}."
-                f"{did_you_mean(token.split('=')[0], flags)} Options: {' '.join(flags)} "
-                f"(see: openenv-mcp describe {env_cls.name})"
-            )
-        if fields[name].annotation is bool and not eq:
-            options[name] = not negated
-            i += 1
-            continue
-        if not eq:
-            if i + 1 >= len(args):
-                raise ArgumentError(f"option {token!r} needs a value")
-            value = args[i + 1]
-            i += 1
-        options[name] = value
-        i += 1
+    (options,) = parse_cli_options([env_cls.Config], args, where=env_cls.name)
     return options
 
 
-def _load(env: str) -> type[Environment]:
+def _options_help(model: type[BaseModel]) -> str:
+    """One line per field: its flag, help and default (click keeps ``\\b`` blocks unwrapped)."""
+    lines = ["\b"]
+    for name, field in model.model_fields.items():
+        default = field.default
+        shown = "on" if default is True else "off" if default is False else default
+        names = flag(name)
+        if field.annotation in (bool, bool | None):
+            names += f" / --no-{flag(name)[2:]}"
+        lines.append(f"  {names:<38} {field.description or ''} [{shown}]")
+    return "\n".join(lines)
+
+
+def _load(env: str) -> type[Environment[Any]]:
     try:
         return get_env_class(env)
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
 
 
-@app.command(context_settings=_EXTRA)
+@app.command(
+    context_settings=_EXTRA,
+    epilog="Server settings (any of them, before or after the environment's options):\n\n"
+    + _options_help(ServerSettings),
+)
 def serve(
     ctx: typer.Context,
-    env: Annotated[str, typer.Argument(help="Environment name (see `openenv-mcp list`).")],
+    env: Annotated[
+        str,
+        typer.Argument(help="Environment name (see `openenv-mcp list`), or module:Class."),
+    ],
     stdio: Annotated[bool, typer.Option("--stdio", help="Serve over stdio (default).")] = False,
     http: Annotated[bool, typer.Option("--http", help="Serve over Streamable HTTP.")] = False,
     host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,
-    max_episodes: Annotated[int, typer.Option(help="Most live episodes at once.")] = 1024,
-    idle_timeout: Annotated[
-        float, typer.Option(help="Seconds before an unused episode may be evicted.")
-    ] = 3600.0,
-    call_timeout: Annotated[
-        float, typer.Option(help="Seconds one environment call may take.")
-    ] = 60.0,
-    action_tools: Annotated[
-        bool, typer.Option(help="One tool per discrete action (noop, fire, ...).")
-    ] = True,
-    fast_lane: Annotated[
-        bool,
-        typer.Option(
-            help="Answer tool calls on the lean fast path (same bytes on the wire); "
-            "--no-fast-lane uses FastMCP's stock transports throughout.",
-        ),
-    ] = True,
-    workers: Annotated[
-        int,
-        typer.Option(
-            help="Worker processes holding the environments, so one step_batch uses "
-            "several cores (0: in the server process)."
-        ),
-    ] = 0,
     auth_token: Annotated[
         str | None,
         typer.Option(
@@ -124,9 +97,9 @@ def serve(
     ] = None,
     log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "INFO",
 ) -> None:
-    """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`;
-    `openenv-mcp describe ENV` lists them."""
-    from openenv_mcp.server import ServerSettings, build_server
+    """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
+    (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
+    from openenv_mcp.server import build_server
     from openenv_mcp.server import serve as run_server
     from openenv_mcp.server._http import http_run_options
 
@@ -137,15 +110,10 @@ def serve(
     )
     env_cls = _load(env)
     try:
-        options = parse_env_options(env_cls, list(ctx.args))
-        settings = ServerSettings(
-            max_episodes=max_episodes,
-            idle_timeout=idle_timeout,
-            call_timeout=call_timeout,
-            action_tools=action_tools,
-            fast_lane=fast_lane,
-            workers=workers,
+        options, settings_options = parse_cli_options(
+            [env_cls.Config, ServerSettings], list(ctx.args), where=env
         )
+        settings = make_config(ServerSettings, settings_options, "server settings")
         server = build_server(env_cls, settings=settings, **options)
         if http:
             http_run_options(host, auth_token)  # refuse an unsafe bind before starting
@@ -166,7 +134,7 @@ def list_envs() -> None:
     """List the registered environments."""
     for name in env_names():
         try:
-            description = get_spec(name).load().description
+            description = get_entry(name).load().description
         except OpenEnvError as exc:
             description = f"(unavailable: {exc})"
         typer.echo(f"{name:<12} {description}")
@@ -175,7 +143,7 @@ def list_envs() -> None:
 @app.command(context_settings=_EXTRA)
 def describe(
     ctx: typer.Context,
-    env: Annotated[str, typer.Argument(help="Environment name.")],
+    env: Annotated[str, typer.Argument(help="Environment name, or module:Class.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Describe ENV: its options, actions, observation and MCP tools."""
@@ -187,7 +155,7 @@ def describe(
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     env_app = get_app(server)
-    tools = env_app.tools()
+    tools = env_app.tools
     info: dict[str, Any] = {
         "env": env_cls.name,
         "description": env_cls.description,
@@ -200,6 +168,10 @@ def describe(
         },
         "spec": env_app.spec(),
         "metadata": env_app.prototype.metadata(),
+        "settings": {
+            name: {"default": field.default, "description": field.description or ""}
+            for name, field in ServerSettings.model_fields.items()
+        },
         "tools": [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
@@ -212,14 +184,16 @@ def describe(
     for name, opt in info["options"].items():
         typer.echo(f"  --{name.replace('_', '-'):<28} {opt['description']} [{opt['default']}]")
     spec = env_app.spec()
+    proto = env_app.prototype
     if spec["actions"]:
         typer.echo("\nActions:")
         for action in spec["actions"]:
             typer.echo(f"  {action['id']:>3} {action['name']:<16} {action['meaning']}")
-    obs = spec["observation"]
+    else:
+        typer.echo(f"\nActions: {proto.action_space}")
     typer.echo(
-        f"\nObservation: {obs['kind']} {obs.get('shape') or ''} {obs.get('dtype') or ''}"
-        f"{' (frames as PNG images)' if obs['has_frame'] else ''}"
+        f"\nObservation: {proto.observation_space}"
+        f"{' (frames as PNG images)' if spec['has_frame'] else ''}"
     )
     games = info["metadata"].get("games")
     if games:
@@ -268,13 +242,29 @@ def bench(
             help="Instead: open N episodes on one server, report its memory, step each once."
         ),
     ] = 0,
+    startup: Annotated[
+        bool,
+        typer.Option(
+            "--startup",
+            help="Instead: time imports, a stdio server's start and a worker's (medians of "
+            "--repeats fresh starts).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
 
     Environment options follow, e.g. `bench atari --game breakout`. Progress goes to stderr.
     """
-    from openenv_mcp.bench import BenchConfig, BenchResult, LiveResult, run_bench, run_live
+    from openenv_mcp.bench import (
+        BenchConfig,
+        BenchResult,
+        LiveResult,
+        StartupResult,
+        run_bench,
+        run_live,
+        run_startup,
+    )
 
     _load(env)
     config = BenchConfig(
@@ -295,11 +285,13 @@ def bench(
         typer.echo(message, err=True)
 
     try:
-        result: BenchResult | LiveResult = (
-            run_live(config, live_episodes, progress)
-            if live_episodes
-            else run_bench(config, progress)
-        )
+        result: BenchResult | LiveResult | StartupResult
+        if startup:
+            result = run_startup(config, progress)
+        elif live_episodes:
+            result = run_live(config, live_episodes, progress)
+        else:
+            result = run_bench(config, progress)
     except OpenEnvError as exc:
         raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
     typer.echo(json.dumps(result.as_dict()) if as_json else result.table())

@@ -18,19 +18,27 @@ from __future__ import annotations
 import io
 import math
 import threading
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
-from PIL import Image
 
 # pybase64 is ~10x faster than the stdlib on 100 KB frames.
 from pybase64 import b64decode, b64decode_as_bytearray, b64encode
 from zstandard import ZstdCompressor, ZstdDecompressor, ZstdError, frame_content_size
 
+from openenv_mcp.errors import ArgumentError
+
 __all__ = [
+    "CLIENT_FRAMES",
+    "FRAMES",
     "PNG_MIME",
     "ZSTD",
+    "ArrayForm",
+    "ClientFrames",
+    "Frames",
+    "array_form",
     "b64_text",
+    "check_frames",
     "decode_png",
     "decode_raw",
     "encode_png",
@@ -39,6 +47,25 @@ __all__ = [
     "png_from_b64",
     "to_jsonable",
 ]
+
+#: How a call returns its observation; one vocabulary for the server, the client and bench:
+#:
+#: * ``"png"``: the frame as an MCP image (models and people look at it); an
+#:   array observation is not sent besides (it is the frame, or too big to read);
+#: * ``"raw"``: array observations as raw arrays in ``structuredContent`` (trainers);
+#: * ``"zstd"``: the same, zstd-compressed (a few hundred bytes for an Atari frame);
+#: * ``"both"``: the PNG image and the raw array;
+#: * ``"none"``: neither (the counters only).
+#:
+#: Observations that are not arrays (text, JSON, tuples...) are always sent, as JSON.
+Frames = Literal["png", "raw", "zstd", "both", "none"]
+FRAMES: tuple[Frames, ...] = get_args(Frames)
+#: The forms a client can decode to arrays.
+ClientFrames = Literal["zstd", "raw", "png"]
+CLIENT_FRAMES: tuple[ClientFrames, ...] = get_args(ClientFrames)
+
+#: How array values are written: nested lists (JSON), or raw arrays, plain or zstd.
+ArrayForm = Literal["list", "raw", "zstd"]
 
 PNG_MIME = "image/png"
 _PNG_LEVEL = 1
@@ -58,10 +85,32 @@ class _Zstd(threading.local):
 _zstd = _Zstd()
 
 
+def check_frames(value: object, allowed: tuple[str, ...] = FRAMES, what: str = "frames") -> Any:
+    """``value`` if it is one of ``allowed``.
+
+    Raises:
+        ArgumentError: naming what is allowed and what came.
+    """
+    if value not in allowed:
+        raise ArgumentError(f"{what} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+def array_form(frames: Frames) -> ArrayForm | None:
+    """How array observations travel for ``frames``: raw, zstd, or not at all (``None``)."""
+    if frames == "zstd":
+        return "zstd"
+    if frames in ("raw", "both"):
+        return "raw"
+    return None
+
+
 def encode_png(frame: np.ndarray) -> bytes:
     """Encode an ``HxW`` (grayscale) or ``HxWx3`` (RGB) uint8 array as PNG."""
     if frame.dtype != np.uint8 or frame.ndim not in (2, 3):
         raise ValueError(f"expected an HxW or HxWx3 uint8 frame, got {frame.dtype} {frame.shape}")
+    from PIL import Image  # only where frames are drawn
+
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(frame)).save(
         buffer, format="PNG", compress_level=_PNG_LEVEL
@@ -71,6 +120,8 @@ def encode_png(frame: np.ndarray) -> bytes:
 
 def decode_png(data: bytes) -> np.ndarray:
     """Decode PNG bytes to a uint8 array (``HxW`` or ``HxWx3``)."""
+    from PIL import Image
+
     with Image.open(io.BytesIO(data)) as image:
         if image.mode in ("L", "RGB"):
             return np.asarray(image)

@@ -1,17 +1,24 @@
 """The contract every openenv-mcp environment implements.
 
 This file is the whole contract, in the manner of Gymnasium's ``core.py``: the
-server (:mod:`openenv_mcp.server`) and the client depend on nothing else of an
-environment. An environment is a class with:
+server and the client depend on nothing else of an environment. An
+environment is a class, generic over its ``Config``, with:
 
-* a ``Config`` pydantic model: its construction options (CLI flags and Python
-  keyword arguments share these names);
+* ``Config``: a pydantic model of its construction options (CLI flags and
+  Python keyword arguments share these names); ``__init__`` takes an instance;
+* ``action_space`` and ``observation_space``: Gymnasium spaces, set in
+  ``__init__`` as a Gymnasium env sets them. Values travel as
+  :mod:`openenv_mcp.spaces` writes them, so any Gymnasium space works, nested
+  or not;
+* optionally ``action_set``: names and meanings for a ``Discrete`` action space
+  (one MCP tool per action; ``step`` takes a name or a number), and
+  ``has_frame`` / ``frame_is_observation`` where :meth:`render` draws frames;
 * ``reset(seed, options)`` -> ``(observation, info)`` and ``step(action)`` ->
   :class:`StepResult` (the Gymnasium five: never a lone ``done``);
-* ``state()``, ``render()`` and ``close()``;
-* a description of its actions (:class:`ActionSet`, or a JSON schema for
-  free-form actions) and of its observation (:class:`ObservationSpec`);
-* optionally its own tools (:class:`EnvTool`) and snapshots.
+  ``info["action_mask"]`` (Gymnasium's convention) marks the actions legal
+  next, where that changes from state to state;
+* ``state()``, ``render()``, ``close()``; optionally its own tools
+  (:class:`EnvTool`) and snapshots.
 
 One instance serves one episode at a time; the server creates one instance per
 live episode and never calls an instance from two threads at once.
@@ -23,26 +30,31 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
+from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict
 
 from openenv_mcp.errors import InvalidAction, UnsupportedOption, did_you_mean
+from openenv_mcp.spaces import decode, space_to_json, value_schema
 
 __all__ = [
     "Action",
     "ActionSet",
+    "ConfigT",
     "EnvTool",
     "Environment",
-    "ObservationSpec",
     "StepResult",
+    "contract_problems",
     "reject_options",
 ]
 
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
 
 class Action(BaseModel):
-    """One discrete action: its index, its name and what it does."""
+    """One named discrete action: its value in the action space, its name and what it does."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,25 +76,34 @@ def _snake(name: str) -> str:
 
 
 class ActionSet:
-    """A finite set of named actions, indexed ``0..n-1`` (Gymnasium ``Discrete``).
+    """Names for the values of a ``Discrete`` action space (``start .. start+n-1``).
 
-    Actions are given by index or by name; :meth:`resolve` turns either into the
-    index and says what was legal when it was not.
+    Actions are given by value or by name; :meth:`resolve` turns either into
+    the value and says what was legal when it was not.
     """
 
     def __init__(self, actions: Sequence[Action]) -> None:
-        if [a.id for a in actions] != list(range(len(actions))):
-            raise ValueError("action ids must be 0..n-1 in order")
+        ids = [a.id for a in actions]
+        if not ids or ids != list(range(ids[0], ids[0] + len(ids))):
+            raise ValueError(f"action ids must be consecutive integers, got {ids}")
+        names = [a.name.upper() for a in actions]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                f"action names must differ (case aside), got {[a.name for a in actions]}"
+            )
         self.actions: tuple[Action, ...] = tuple(actions)
-        self._by_name = {a.name.upper(): a.id for a in self.actions}
+        self.start = ids[0]
+        self._by_name = {name: a.id for name, a in zip(names, actions, strict=True)}
 
     @classmethod
     def from_names(
-        cls, names: Sequence[str], meanings: Mapping[str, str] | None = None
+        cls, names: Sequence[str], meanings: Mapping[str, str] | None = None, *, start: int = 0
     ) -> ActionSet:
-        """Build a set from names in index order, with optional meanings by name."""
+        """A set from names in value order (from ``start``), with optional meanings by name."""
         meanings = meanings or {}
-        return cls([Action(id=i, name=n, meaning=meanings.get(n, "")) for i, n in enumerate(names)])
+        return cls(
+            [Action(id=start + i, name=n, meaning=meanings.get(n, "")) for i, n in enumerate(names)]
+        )
 
     @property
     def n(self) -> int:
@@ -91,7 +112,7 @@ class ActionSet:
 
     @property
     def names(self) -> list[str]:
-        """Action names in index order."""
+        """Action names in value order."""
         return [a.name for a in self.actions]
 
     def __len__(self) -> int:
@@ -100,11 +121,19 @@ class ActionSet:
     def __iter__(self) -> Iterator[Action]:
         return iter(self.actions)
 
-    def __getitem__(self, index: int) -> Action:
-        return self.actions[index]
+    def __getitem__(self, position: int) -> Action:
+        return self.actions[position]
+
+    def by_id(self, action_id: int) -> Action:
+        """The action whose value is ``action_id``."""
+        return self.actions[action_id - self.start]
+
+    def space(self) -> spaces.Discrete:
+        """The ``Discrete`` space these actions name."""
+        return spaces.Discrete(self.n, start=self.start)
 
     def contains(self, action: object) -> bool:
-        """Whether ``action`` (index or name) is in the set."""
+        """Whether ``action`` (value or name) is in the set."""
         try:
             self.resolve(action)
         except InvalidAction:
@@ -112,26 +141,31 @@ class ActionSet:
         return True
 
     def sample(self, rng: np.random.Generator | None = None) -> int:
-        """A uniformly random action index."""
-        return int((rng or np.random.default_rng()).integers(self.n))
+        """A uniformly random action value."""
+        return self.start + int((rng or np.random.default_rng()).integers(self.n))
 
-    def describe(self) -> str:
-        """``"0-5 (NOOP, FIRE, ...)"``: the legal actions in one line."""
-        return f"0-{self.n - 1} ({', '.join(self.names)})"
+    def describe(self, ids: Sequence[int] | None = None) -> str:
+        """``"0-5 (NOOP, FIRE, ...)"``: the legal actions in one line (all, or just
+        ``ids`` as ``"0=NOOP, 2=RIGHT"``)."""
+        if ids is None:
+            last = self.start + self.n - 1
+            span = f"{self.start}-{last}" if self.start >= 0 else f"{self.start}..{last}"
+            return f"{span} ({', '.join(self.names)})"
+        return ", ".join(f"{i}={self.by_id(i).name}" for i in ids) or "none"
 
     def resolve(self, action: object) -> int:
-        """Return the index of ``action``, given as an index or a name.
+        """The value of ``action``, given as a value or a name (any case, or digits).
 
         Raises:
             InvalidAction: naming what came and what is legal.
         """
         if isinstance(action, bool):  # bool is an int subclass; True is not an action
             raise InvalidAction(
-                f"expected an action index or name, got the boolean {action!r}; "
+                f"expected an action value or name, got the boolean {action!r}; "
                 f"legal: {self.describe()}"
             )
         if isinstance(action, (int, np.integer)):
-            if 0 <= int(action) < self.n:
+            if self.start <= int(action) < self.start + self.n:
                 return int(action)
             raise InvalidAction(f"action {int(action)} is not legal; legal: {self.describe()}")
         if isinstance(action, str):
@@ -147,28 +181,34 @@ class ActionSet:
                 f"action {_brief(action)} is not legal.{hint} Legal: {self.describe()}"
             )
         raise InvalidAction(
-            f"expected an action index or name, got {type(action).__name__} {_brief(action)}; "
+            f"expected an action value or name, got {type(action).__name__} {_brief(action)}; "
             f"legal: {self.describe()}"
         )
 
-    def tool_name(self, index: int) -> str:
-        """The snake_case tool name for an action (``"RIGHTFIRE"`` -> ``"right_fire"``)."""
-        return _snake(self.actions[index].name)
+    def tool_name(self, action: Action) -> str:
+        """The snake_case tool name of an action (``"RIGHTFIRE"`` -> ``"right_fire"``)."""
+        return _snake(action.name)
 
     def json_schema(self) -> dict[str, Any]:
-        """JSON schema of an action argument: an index or one of the names."""
+        """JSON schema of an action argument: a value or one of the names."""
+        last = self.start + self.n - 1
         return {
             "anyOf": [
-                {"type": "integer", "minimum": 0, "maximum": self.n - 1},
+                {"type": "integer", "minimum": self.start, "maximum": last},
                 {"type": "string", "enum": self.names},
             ],
-            "description": "A legal action, by index or by name: "
+            "description": "A legal action, by number or by name: "
             + ", ".join(f"{a.id}={a.name}" for a in self.actions),
         }
 
     def to_json(self) -> list[dict[str, Any]]:
         """The actions as JSON objects (``id``, ``name``, ``meaning``)."""
         return [a.model_dump() for a in self.actions]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Mapping[str, Any]]) -> ActionSet:
+        """The inverse of :meth:`to_json`."""
+        return cls([Action(**dict(a)) for a in data])
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ActionSet) and self.actions == other.actions
@@ -180,37 +220,17 @@ class ActionSet:
         return f"ActionSet({self.describe()})"
 
 
-class ObservationSpec(BaseModel):
-    """What an observation is, so a client can build its space before ``reset``.
-
-    ``kind`` is ``"array"`` (a numpy array of ``shape``/``dtype``, sent to
-    clients in compact raw form on request), ``"text"`` (a string) or ``"json"``
-    (any JSON value, always sent inline).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: Literal["array", "text", "json"]
-    shape: tuple[int, ...] | None = None
-    dtype: str | None = None
-    low: float | None = None
-    high: float | None = None
-    has_frame: bool = False
-    frame_shape: tuple[int, ...] | None = None
-    frame_is_observation: bool = False
-    description: str = ""
-
-
 @dataclass
 class StepResult:
     """What ``step`` returns: the Gymnasium five.
 
     Attributes:
-        observation: the observation after the action (see :class:`ObservationSpec`).
+        observation: the observation after the action (a member of ``observation_space``).
         reward: the reward for this step.
         terminated: the episode reached a terminal state of the MDP.
         truncated: the episode was cut short (time limit), not terminal.
-        info: JSON-able extra fields (lives, frame numbers, ...).
+        info: extra fields (lives, frame numbers, ``action_mask``...); values
+            JSON cannot hold reach clients as their ``repr``.
     """
 
     observation: Any
@@ -229,7 +249,7 @@ class EnvTool:
         description: what it does, written for a model deciding to call it.
         kind: ``"static"`` tools need no episode and are called with the
             server's prototype instance; ``"episode"`` tools take an
-            ``episode_id`` and run under that episode's lock.
+            ``episode_id`` and run on that episode's environment, under its lock.
         handler: ``handler(env, params)`` -> a JSON-able dict. ``params`` is an
             instance of ``params`` (or ``None`` when it is ``None``).
         params: pydantic model of the tool's own arguments, or ``None``.
@@ -244,27 +264,55 @@ class EnvTool:
     read_only: bool = True
 
 
-class Environment(ABC):
+class Environment(ABC, Generic[ConfigT]):
     """An RL environment that openenv-mcp can serve.
 
-    Subclasses set ``name``, ``description`` and ``Config``, and implement the
-    abstract methods. The constructor takes a validated ``Config`` instance.
+    Subclasses set ``name``, ``description`` and ``Config`` (the model
+    ``ConfigT`` names), set ``action_space`` and ``observation_space`` in
+    ``__init__``, and implement :meth:`reset` and :meth:`step`::
+
+        class Coin(Environment[CoinConfig]):
+            name = "coin"
+            description = "Guess the coin."
+            Config = CoinConfig
+
+            def __init__(self, config: CoinConfig) -> None:
+                super().__init__(config)
+                self.action_space = spaces.Discrete(2)
+                self.observation_space = spaces.Discrete(2)
+                self.action_set = ActionSet.from_names(["HEADS", "TAILS"])
     """
 
     #: Registry name (``openenv-mcp serve NAME``).
     name: ClassVar[str]
     #: One line for ``openenv-mcp list`` and the server's instructions.
     description: ClassVar[str]
-    #: Construction options; its field descriptions become CLI help.
+    #: Construction options (``ConfigT``); its field descriptions become CLI help.
     Config: ClassVar[type[BaseModel]]
     #: Whether :meth:`snapshot` / :meth:`restore` are implemented.
     supports_snapshots: ClassVar[bool] = False
     #: Whether every call is short and bounded (no I/O, no unbounded loops), so
     #: the server may run it on its event loop instead of a worker thread.
     run_inline: ClassVar[bool] = False
+    #: Whether the server may offer one MCP tool per named action (``fire``,
+    #: ``left``); ``False`` for an env with very many actions.
+    action_tools: ClassVar[bool] = True
+    #: What ``step``'s ``action`` argument is, for a model reading the tool.
+    action_description: ClassVar[str] = ""
 
-    def __init__(self, config: BaseModel) -> None:
-        self.config = config
+    #: The space of actions ``step`` takes (set in ``__init__``).
+    action_space: spaces.Space[Any]
+    #: The space of observations ``reset`` and ``step`` return (set in ``__init__``).
+    observation_space: spaces.Space[Any]
+    #: Names and meanings of the values of a ``Discrete`` action space, or ``None``.
+    action_set: ActionSet | None = None
+    #: Whether :meth:`render` returns frames (sent to clients as PNG images).
+    has_frame: bool = False
+    #: Whether the observation is the RGB frame itself, so a client may take it from the PNG.
+    frame_is_observation: bool = False
+
+    def __init__(self, config: ConfigT) -> None:
+        self.config: ConfigT = config
 
     # -- description -------------------------------------------------------------
 
@@ -273,31 +321,33 @@ class Environment(ABC):
         """What is being served, for people and models (``"Atari Breakout"``)."""
         return self.name
 
-    @property
-    def action_set(self) -> ActionSet | None:
-        """The discrete actions, or ``None`` for free-form actions."""
-        return None
-
     def action_schema(self) -> dict[str, Any]:
-        """JSON schema of ``step``'s ``action`` argument."""
-        if self.action_set is None:
-            raise NotImplementedError("free-form environments must define action_schema()")
-        return self.action_set.json_schema()
+        """JSON schema of ``step``'s ``action`` argument (from the action space and names)."""
+        schema = (
+            self.action_set.json_schema()
+            if self.action_set is not None
+            else value_schema(self.action_space)
+        )
+        if self.action_description:
+            known = schema.get("description")
+            schema["description"] = (
+                f"{self.action_description} {known}" if known else self.action_description
+            )
+        return schema
 
     def parse_action(self, action: Any) -> Any:
         """Validate a wire action and return what :meth:`step` takes.
 
+        The default reads ``action`` as a value of :attr:`action_space` (a name
+        too, where :attr:`action_set` names them). Override it for actions
+        whose legality depends on the state beyond an ``action_mask``.
+
         Raises:
             InvalidAction: naming what came and what is legal.
         """
-        if self.action_set is None:
-            raise NotImplementedError("free-form environments must define parse_action()")
-        return self.action_set.resolve(action)
-
-    @property
-    @abstractmethod
-    def observation_spec(self) -> ObservationSpec:
-        """What observations look like."""
+        if self.action_set is not None:
+            return self.action_space.dtype.type(self.action_set.resolve(action))  # type: ignore[union-attr]
+        return decode(self.action_space, action, where="action: ")
 
     def info_schema(self) -> dict[str, Any]:
         """JSON schema ``properties`` of the ``info`` dict (for ``outputSchema``)."""
@@ -345,8 +395,8 @@ class Environment(ABC):
     def observation_text(self, observation: Any) -> str | None:
         """The observation in words, for the one-line text a model reads.
 
-        ``None`` (the default) shows a text or JSON observation as it is and an
-        array observation not at all (its frame is the image).
+        ``None`` (the default) shows an observation that is not an array as
+        its ``repr``, and an array not at all (its frame is the image).
         """
         return None
 
@@ -361,12 +411,62 @@ class Environment(ABC):
     # -- snapshots -----------------------------------------------------------------
 
     def snapshot(self) -> Any:
-        """Capture the full state (RNG included) so :meth:`restore` can resume it."""
+        """Capture the full state (RNG included) so :meth:`restore` can resume it.
+
+        The value must pickle: with worker processes it crosses a pipe.
+        """
         raise UnsupportedOption(f"environment {self.name!r} does not support snapshots")
 
     def restore(self, snapshot: Any) -> None:
         """Resume from a :meth:`snapshot` value (from any instance with the same config)."""
         raise UnsupportedOption(f"environment {self.name!r} does not support snapshots")
+
+
+def contract_problems(env: Environment[Any]) -> list[str]:
+    """What an instance gets wrong about the contract's declarations (empty: nothing).
+
+    Checks that the spaces are Gymnasium spaces, that :attr:`Environment.action_set`
+    names exactly the values of a ``Discrete`` action space, and that a frame
+    observation is an RGB image.
+    """
+    problems: list[str] = []
+    who = type(env).__name__
+    for attr in ("action_space", "observation_space"):
+        space = getattr(env, attr, None)
+        if not isinstance(space, spaces.Space):
+            problems.append(
+                f"{who}.{attr} must be a gymnasium.spaces.Space set in __init__, "
+                f"got {type(space).__name__}"
+            )
+            continue
+        try:
+            space_to_json(space)
+            value_schema(space)
+        except Exception as exc:
+            problems.append(f"{who}.{attr} ({space}) cannot be described: {exc!r}")
+    actions, space = env.action_set, getattr(env, "action_space", None)
+    if actions is not None:
+        if not isinstance(space, spaces.Discrete):
+            problems.append(f"{who}.action_set names actions, but the action space is {space}")
+        elif (actions.start, actions.n) != (int(space.start), int(space.n)):
+            problems.append(
+                f"{who}.action_set names {actions.n} actions from {actions.start}, "
+                f"but the action space is {space}"
+            )
+    if env.frame_is_observation:
+        obs = getattr(env, "observation_space", None)
+        if not env.has_frame:
+            problems.append(f"{who}.frame_is_observation needs has_frame")
+        if not (
+            isinstance(obs, spaces.Box)
+            and obs.dtype == np.uint8
+            and len(obs.shape) == 3
+            and obs.shape[2] == 3
+        ):
+            problems.append(
+                f"{who}.frame_is_observation needs an HxWx3 uint8 Box observation, got {obs}"
+            )
+    return problems
 
 
 def reject_options(

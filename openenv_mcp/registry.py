@@ -7,6 +7,9 @@ another package can add its own::
 
     [project.entry-points."openenv_mcp.envs"]
     myenv = "my_package:MyEnv"
+
+A reference can also be used directly where a name is expected
+(``openenv-mcp serve my_package.envs:MyEnv``): no entry point, no reinstall.
 """
 
 from __future__ import annotations
@@ -14,29 +17,50 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openenv_mcp.errors import DependencyNotInstalled, UnknownEnv, did_you_mean
 
 if TYPE_CHECKING:
     from openenv_mcp.environment import Environment
 
-__all__ = ["ENTRY_POINT_GROUP", "EnvSpec", "env_names", "get_env_class", "get_spec", "register"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "EnvEntry",
+    "env_names",
+    "get_entry",
+    "get_env_class",
+    "is_reference",
+    "register",
+]
 
 ENTRY_POINT_GROUP = "openenv_mcp.envs"
 
 _extra: dict[str, str] = {}
 
 
+def is_reference(name: str) -> bool:
+    """Whether ``name`` is a ``"module:Class"`` reference rather than a registered name."""
+    module, sep, attr = name.partition(":")
+    return bool(sep and module and attr)
+
+
 @dataclass(frozen=True)
-class EnvSpec:
+class EnvEntry:
     """A registered environment: its name and ``"module:Class"`` reference."""
 
     name: str
     reference: str
 
-    def load(self) -> type[Environment]:
-        """Import and return the environment class."""
+    def load(self) -> type[Environment[Any]]:
+        """Import and return the environment class.
+
+        Raises:
+            DependencyNotInstalled: the module does not import, lacks the
+                attribute, or the attribute is not an Environment class.
+        """
+        from openenv_mcp.environment import Environment
+
         module_name, _, attr = self.reference.partition(":")
         try:
             module = importlib.import_module(module_name)
@@ -44,10 +68,17 @@ class EnvSpec:
             raise DependencyNotInstalled(
                 f"environment {self.name!r} ({self.reference}) could not be imported: {exc}"
             ) from exc
-        cls: type[Environment] | None = getattr(module, attr, None)
+        cls = getattr(module, attr, None)
         if cls is None:
+            names = [n for n in vars(module) if not n.startswith("_")]
             raise DependencyNotInstalled(
-                f"environment {self.name!r}: module {module_name!r} has no {attr!r}"
+                f"environment {self.name!r}: module {module_name!r} has no {attr!r}."
+                f"{did_you_mean(attr, names)}"
+            )
+        if not (isinstance(cls, type) and issubclass(cls, Environment)):
+            raise DependencyNotInstalled(
+                f"environment {self.name!r}: {self.reference} is a {type(cls).__name__}, "
+                "not a subclass of openenv_mcp.Environment"
             )
         return cls
 
@@ -62,32 +93,34 @@ def register(name: str, reference: str) -> None:
     _extra[name] = reference
 
 
-def _specs() -> dict[str, EnvSpec]:
-    specs = {ep.name: EnvSpec(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    specs.update({name: EnvSpec(name, ref) for name, ref in _extra.items()})
-    return specs
+def _entries() -> dict[str, EnvEntry]:
+    found = {ep.name: EnvEntry(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    found.update({name: EnvEntry(name, ref) for name, ref in _extra.items()})
+    return found
 
 
 def env_names() -> list[str]:
     """Every registered environment name, sorted."""
-    return sorted(_specs())
+    return sorted(_entries())
 
 
-def get_spec(name: str) -> EnvSpec:
-    """The spec registered under ``name``.
+def get_entry(name: str) -> EnvEntry:
+    """The entry registered under ``name``, or one for a ``"module:Class"`` reference.
 
     Raises:
         UnknownEnv: with a "did you mean" hint and the registered names.
     """
-    specs = _specs()
-    if name in specs:
-        return specs[name]
+    if is_reference(name):
+        return EnvEntry(name, name)
+    entries = _entries()
+    if name in entries:
+        return entries[name]
     raise UnknownEnv(
-        f"no environment named {name!r}.{did_you_mean(name, specs)} "
-        f"Registered: {', '.join(sorted(specs)) or 'none'}."
+        f"no environment named {name!r}.{did_you_mean(name, entries)} "
+        f"Registered: {', '.join(sorted(entries)) or 'none'} (or give one as module:Class)."
     )
 
 
-def get_env_class(name: str) -> type[Environment]:
-    """Import and return the environment class registered under ``name``."""
-    return get_spec(name).load()
+def get_env_class(name: str) -> type[Environment[Any]]:
+    """Import and return the environment registered under ``name`` (or referenced by it)."""
+    return get_entry(name).load()

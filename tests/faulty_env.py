@@ -40,9 +40,10 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from openenv_mcp.environment import Environment, ObservationSpec, StepResult, reject_options
+from openenv_mcp.environment import Environment, StepResult, reject_options
 from openenv_mcp.errors import InvalidAction
 from openenv_mcp.registry import register as register_env
+from openenv_mcp.spaces import AnyText
 
 __all__ = ["CLOSED", "CREATED", "RELEASE", "FaultyEnv", "register", "serve_command"]
 
@@ -83,7 +84,7 @@ class FaultyConfig(BaseModel):
     close_log: str = Field("", description="Append a line to this file on close.")
 
 
-class FaultyEnv(Environment):
+class FaultyEnv(Environment[FaultyConfig]):
     """Echoes its action, unless the action asks it to fail."""
 
     name: ClassVar[str] = NAME
@@ -91,28 +92,18 @@ class FaultyEnv(Environment):
     Config: ClassVar[type[BaseModel]] = FaultyConfig
     supports_snapshots: ClassVar[bool] = True
     run_inline: ClassVar[bool] = False  # worker threads: the per-call timeout applies
+    action_description: ClassVar[str] = (
+        "raise | sleep:SECONDS | hang | freeze | print:TEXT | exit | await:PATH | touch:PATH | any"
+    )
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: FaultyConfig) -> None:
         super().__init__(config)
-        assert isinstance(config, FaultyConfig)
-        self.cfg = config
+        self.action_space = AnyText(1 << 16)
+        self.observation_space = AnyText(1 << 16)
         self.steps = 0
         self.inside = False
         self.serial = next(_serials)
         CREATED.append(self.serial)
-
-    @property
-    def observation_spec(self) -> ObservationSpec:
-        return ObservationSpec(kind="text", description="The last action, echoed.")
-
-    def action_schema(self) -> dict[str, Any]:
-        return {
-            "type": "string",
-            "description": (
-                "raise | sleep:SECONDS | hang | freeze | print:TEXT | exit | await:PATH | "
-                "touch:PATH | any"
-            ),
-        }
 
     def parse_action(self, action: Any) -> str:
         if not isinstance(action, str):
@@ -171,7 +162,7 @@ class FaultyEnv(Environment):
             observation=action,
             reward=1.0,
             terminated=False,
-            truncated=self.steps >= self.cfg.max_steps,
+            truncated=self.steps >= self.config.max_steps,
             info=info,
         )
 
@@ -183,6 +174,6 @@ class FaultyEnv(Environment):
 
     def close(self) -> None:
         CLOSED.append(self.serial)
-        if self.cfg.close_log:
-            with open(self.cfg.close_log, "a") as log:
+        if self.config.close_log:
+            with open(self.config.close_log, "a") as log:
                 log.write("closed\n")

@@ -1,28 +1,44 @@
-"""Real servers for tests: stdio subprocesses and HTTP on loopback.
+"""Real servers for tests: in memory, stdio subprocesses and HTTP on loopback.
 
 Every wait is bounded; every process started here is stopped and reaped.
+``TRANSPORTS`` parametrizes a test body over all three; the stdio and HTTP
+cases are in the integration tier (see ``conftest.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
+from queue import Empty, Queue
+from typing import Any
 
-from fastmcp import Client
+import pytest
+from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 
+from openenv_mcp.options import parse_cli_options
+from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
-TRANSPORTS = ["memory", "stdio", "http"]
+#: What must never reach a client: tracebacks and the server's file paths.
+LEAKS = ("Traceback", 'File "', "site-packages", "/secret/", str(ROOT))
+#: Every transport, for ``@pytest.mark.parametrize("transport", TRANSPORTS)``.
+TRANSPORTS = [
+    "memory",
+    pytest.param("stdio", marks=pytest.mark.integration),
+    pytest.param("http", marks=pytest.mark.integration),
+]
 
 
 def free_port() -> int:
@@ -119,11 +135,7 @@ async def open_client(
     ``options`` are CLI flags (``--frame``); for memory they map to keyword arguments.
     """
     if transport == "memory":
-        from openenv_mcp.cli import parse_env_options
-        from openenv_mcp.registry import get_env_class
-
-        cls = get_env_class(env)
-        server = build_server(cls, **parse_env_options(cls, list(options)))
+        server = memory_server(env, *options)
         async with Client(server, timeout=60, **kwargs) as client:  # type: ignore[arg-type]
             yield client
     elif transport == "stdio":
@@ -135,3 +147,104 @@ async def open_client(
                 yield client
     else:
         raise ValueError(transport)
+
+
+def memory_server(env: str, *options: str) -> FastMCP:
+    cls = get_env_class(env)
+    (parsed,) = parse_cli_options([cls.Config], list(options), where=env)
+    return build_server(cls, **parsed)
+
+
+def stdio_command(env: str, *options: str) -> list[str]:
+    return [*CLI, "serve", env, "--stdio", "--log-level", "WARNING", *options]
+
+
+@contextlib.contextmanager
+def serve_target(transport: str, env: str = "echo", *options: str) -> Iterator[Any]:
+    """A fresh server over ``transport``, as a target for MCPEnvClient."""
+    if transport == "memory":
+        yield memory_server(env, *options)
+    elif transport == "stdio":
+        yield stdio_command(env, *options)
+    else:
+        with http_server(env, *options) as url:
+            yield url
+
+
+def child_pids() -> set[int]:
+    """Live (not zombie) children of this process, from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+# -- raw JSON-RPC over stdio ------------------------------------------------------------
+
+
+class RawStdio:
+    """A stdio server spoken to line by line; every read is bounded."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+        )
+        self.lines: Queue[bytes] = Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(b"")
+
+    def send(self, line: bytes | dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        data = line if isinstance(line, bytes) else json.dumps(line).encode()
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 60) -> dict[str, Any] | None:
+        """The next message, or None at EOF."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except Empty:
+            raise TimeoutError(f"no message from the server within {timeout}s") from None
+        return dict(json.loads(line)) if line else None
+
+    def until(self, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+        while not done(seen):
+            message = self.receive()
+            assert message is not None, f"EOF; received {seen}"
+            seen.append(message)
+        return seen
+
+    def stderr(self) -> str:
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read().decode(errors="replace")
+
+
+def call(request_id: Any, tool: str, arguments: Any = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": tool}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "fuzz", "version": "0"},
+    },
+}

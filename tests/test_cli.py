@@ -17,11 +17,24 @@ from tests.servers import CLI, ROOT, stop
 runner = CliRunner()
 
 
-def test_serve_help() -> None:
-    result = runner.invoke(app, ["serve", "--help"])
+def test_serve_help_lists_every_server_setting() -> None:
+    from openenv_mcp.server import ServerSettings
+
+    result = runner.invoke(app, ["serve", "--help"], terminal_width=200)
     assert result.exit_code == 0
-    for flag in ("--stdio", "--http", "--host", "--port", "--max-episodes", "--no-action-tools"):
+    for flag in ("--stdio", "--http", "--host", "--port", "--no-action-tools", "--no-fast-path"):
         assert flag in result.output
+    for name, field in ServerSettings.model_fields.items():  # generated from the model
+        assert f"--{name.replace('_', '-')}" in result.output
+        assert str(field.description)[:30] in " ".join(result.output.split())
+
+
+def test_serve_takes_settings_and_env_options_in_any_order() -> None:
+    result = runner.invoke(app, ["serve", "echo", "--max-steps", "3", "--workers", "-1"])
+    assert result.exit_code == 2
+    assert "server settings: option 'workers'" in result.output and "'-1'" in result.output
+    result = runner.invoke(app, ["serve", "echo", "--max-episodez", "3"])
+    assert "Did you mean '--max-episodes'?" in result.output
 
 
 def test_list_names_every_env() -> None:
@@ -72,7 +85,30 @@ def test_parse_env_options_flags() -> None:
         parse_env_options(echo, ["loose"])
 
 
-@pytest.mark.slow
+def test_an_env_class_is_served_and_described_by_reference() -> None:
+    """`serve package.module:Class`: no entry point, no reinstall."""
+    result = runner.invoke(app, ["describe", "tests.door_env:DoorEnv", "--legality", "parse"])
+    assert result.exit_code == 0, result.output
+    assert "door: Test env" in result.output and "UNLOCK" in result.output
+    bad = runner.invoke(app, ["describe", "tests.door_env:DorEnv"])
+    assert bad.exit_code == 2 and "has no 'DorEnv'. Did you mean 'DoorEnv'?" in bad.output
+    missing = runner.invoke(app, ["describe", "tests.no_such_module:Env"])
+    assert missing.exit_code == 2 and "could not be imported" in missing.output
+    not_env = runner.invoke(app, ["describe", "tests.door_env:register"])
+    assert not_env.exit_code == 2 and "not a subclass of openenv_mcp.Environment" in not_env.output
+
+
+@pytest.mark.integration
+def test_serve_by_reference_over_stdio() -> None:
+    from openenv_mcp.client import MCPEnvClient
+
+    with MCPEnvClient([*CLI, "serve", "tests.door_env:DoorEnv", "--stdio"]).sync() as env:
+        assert env.get_action_meanings() == ["UNLOCK", "OPEN", "WAIT"]
+        env.reset()
+        assert env.step("UNLOCK")[0] == 1
+
+
+@pytest.mark.integration
 def test_subprocess_smoke_stdio_roundtrip() -> None:
     """The real command answers raw JSON-RPC on stdout and logs only to stderr."""
     lines = [

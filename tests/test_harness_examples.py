@@ -78,7 +78,7 @@ def filled(name: str) -> dict[str, Any]:
 # -- agent configs ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", CONFIGS)
 async def test_config_command_serves_atari(
@@ -117,6 +117,7 @@ def readme_commands(prefix: str) -> list[str]:
     return [line.split("  #")[0].strip() for line in lines if line.startswith(prefix)]
 
 
+@pytest.mark.integration
 def test_readme_sed_lines_fill_in_every_config(tmp_path: Path) -> None:
     (tmp_path / "harness_examples").symlink_to(EXAMPLES)
     (tmp_path / ".cursor").mkdir()
@@ -172,7 +173,7 @@ def claude(cli: dict[str, str], env: dict[str, str], cwd: Path, *args: str) -> s
     return proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_claude_code_connects_with_the_config_and_the_one_liner(
     claude_cli: dict[str, str], dev_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -271,7 +272,7 @@ def test_inspector_doc_shows_ui_and_cli_over_both_transports() -> None:
     assert any("--transport http" in c for c in cli)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_inspector_cli_commands_over_stdio(
     node_tools: dict[str, str],  # noqa: F811
     dev_env: dict[str, str],
@@ -296,7 +297,7 @@ def test_inspector_cli_commands_over_stdio(
     assert "reset" in {t["name"] for t in listed["tools"]}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_inspector_cli_commands_over_http(
     node_tools: dict[str, str],  # noqa: F811
     dev_env: dict[str, str],
@@ -335,7 +336,7 @@ def run_example(script: str, *args: str, timeout: float = 600) -> str:
     return proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_grpo_blackjack_learns_in_a_quick_run() -> None:
     out = run_example("grpo_blackjack.py", "--quick")
     curve = re.findall(r"^\s+(\d+)\s+(\d+)\s+([+-]\d\.\d+)\s+([+-]\d\.\d+)$", out, re.M)
@@ -359,7 +360,7 @@ def test_grpo_advantages_are_group_relative() -> None:
     assert np.all(advantages[1] == 0.0)  # a group that agrees teaches nothing
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_grpo_atari_runs_and_forks_start_identical() -> None:
     out = run_example("grpo_atari.py", "--quick")
     assert "forks started identical: True" in out, out
@@ -471,7 +472,7 @@ def test_trl_atari_actions_return_image_parts() -> None:
         cls._close_connection()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 def test_trl_grpo_trainer_trains_a_step(
     blackjack_env_class: type[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -18,7 +18,7 @@ import pytest
 
 from tests.servers import ROOT, http_server
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 SDK_CLIENT = Path(__file__).parent / "node" / "mcp_sdk_client.cjs"
 

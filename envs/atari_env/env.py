@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gymnasium import spaces
 from pydantic import BaseModel
 
 from atari_env._emulator import AtariConfig, AtariEmulator, AtariSnapshot, list_games
@@ -13,7 +14,6 @@ from openenv_mcp.environment import (
     ActionSet,
     Environment,
     EnvTool,
-    ObservationSpec,
     StepResult,
     reject_options,
 )
@@ -22,7 +22,7 @@ from openenv_mcp.errors import ArgumentError, UnsupportedOption
 RESET_OPTIONS = ("mode", "difficulty")
 
 
-class AtariEnv(Environment):
+class AtariEnv(Environment[AtariConfig]):
     """Any bundled Atari 2600 game with ``ALE/<Game>-v5`` semantics.
 
     Actions are the game's legal (minimal, or full) action set, by index or by
@@ -39,9 +39,8 @@ class AtariEnv(Environment):
     supports_snapshots: ClassVar[bool] = True
     run_inline: ClassVar[bool] = True  # a step is ~0.3 ms of CPU and never blocks
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: AtariConfig) -> None:
         super().__init__(config)
-        assert isinstance(config, AtariConfig)
         try:
             self.emu = AtariEmulator(config)
         except ValueError as exc:  # mode/difficulty the game lacks
@@ -49,31 +48,17 @@ class AtariEnv(Environment):
         self._actions = ActionSet(
             [Action(id=i, name=a.name, meaning=a.meaning) for i, a in enumerate(self.emu.actions)]
         )
+        self.action_set = self._actions
+        self.action_space = spaces.Discrete(self._actions.n)
+        self.observation_space = spaces.Box(0, 255, self.emu.observation_shape, np.uint8)
+        self.has_frame = True
+        self.frame_is_observation = config.obs_type == "rgb"
 
     # -- description -------------------------------------------------------------
 
     @property
     def title(self) -> str:
         return f"Atari {self.emu.game.replace('_', ' ').title()}"
-
-    @property
-    def action_set(self) -> ActionSet:
-        return self._actions
-
-    @property
-    def observation_spec(self) -> ObservationSpec:
-        obs_type = self.emu.config.obs_type
-        return ObservationSpec(
-            kind="array",
-            shape=self.emu.observation_shape,
-            dtype="uint8",
-            low=0,
-            high=255,
-            has_frame=True,
-            frame_shape=self.emu.screen_shape,
-            frame_is_observation=obs_type == "rgb",
-            description=f"{self.emu.game} {obs_type} observation",
-        )
 
     def info_schema(self) -> dict[str, Any]:
         return {
@@ -120,7 +105,7 @@ class AtariEnv(Environment):
                     "game": env.emu.game,
                     "actions": [
                         {**a.model_dump(), "description": f"{a.name}: {a.meaning}"}
-                        for a in env.action_set
+                        for a in env.action_set or ()
                     ],
                 },
             )
@@ -154,7 +139,7 @@ class AtariEnv(Environment):
         return self.emu.observation(), self._info()
 
     def step(self, action: Any) -> StepResult:
-        reward, terminated, truncated = self.emu.step(action)
+        reward, terminated, truncated = self.emu.step(int(action))
         return StepResult(self.emu.observation(), reward, terminated, truncated, self._info())
 
     def state(self) -> dict[str, Any]:

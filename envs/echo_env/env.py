@@ -12,14 +12,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from openenv_mcp.environment import (
-    Environment,
-    EnvTool,
-    ObservationSpec,
-    StepResult,
-    reject_options,
-)
+from openenv_mcp.environment import Environment, EnvTool, StepResult, reject_options
 from openenv_mcp.errors import InvalidAction, UnsupportedOption
+from openenv_mcp.spaces import AnyText
 
 MAX_MESSAGE = 4096
 FRAME_SHAPE = (16, 16, 3)
@@ -35,7 +30,7 @@ class EchoConfig(BaseModel):
     frame: bool = Field(False, description="Render a 16x16 frame coloured by the message.")
 
 
-class EchoEnv(Environment):
+class EchoEnv(Environment[EchoConfig]):
     """Echoes each message; reward is ``reward_per_char * len(message)``; "bye" ends it."""
 
     name: ClassVar[str] = "echo"
@@ -45,30 +40,16 @@ class EchoEnv(Environment):
     Config: ClassVar[type[BaseModel]] = EchoConfig
     supports_snapshots: ClassVar[bool] = True
     run_inline: ClassVar[bool] = True  # microseconds of CPU per call, never blocks
+    action_description: ClassVar[str] = "The message to echo ('bye' ends the episode)."
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: EchoConfig) -> None:
         super().__init__(config)
-        assert isinstance(config, EchoConfig)
-        self.cfg = config
+        self.action_space = AnyText(MAX_MESSAGE)
+        self.observation_space = AnyText(MAX_MESSAGE)  # the last message, or the greeting
+        self.has_frame = config.frame
         self._rng = np.random.default_rng()
         self._messages: list[str] = []
         self._steps = 0
-
-    @property
-    def observation_spec(self) -> ObservationSpec:
-        return ObservationSpec(
-            kind="text",
-            has_frame=self.cfg.frame,
-            frame_shape=FRAME_SHAPE if self.cfg.frame else None,
-            description="The last message, echoed.",
-        )
-
-    def action_schema(self) -> dict[str, Any]:
-        return {
-            "type": "string",
-            "maxLength": MAX_MESSAGE,
-            "description": "The message to echo ('bye' ends the episode).",
-        }
 
     def parse_action(self, action: Any) -> str:
         if not isinstance(action, str):
@@ -95,9 +76,15 @@ class EchoEnv(Environment):
     ) -> tuple[Any, dict[str, Any]]:
         reject_options(self.name, options, ["greeting"])
         greeting = (options or {}).get("greeting", "")
-        if not isinstance(greeting, str):
+        if not isinstance(greeting, str) or len(greeting) > MAX_MESSAGE:
+            what = (
+                f"{len(greeting)} characters"
+                if isinstance(greeting, str)
+                else type(greeting).__name__
+            )
             raise UnsupportedOption(
-                f"option 'greeting' must be a string, got {type(greeting).__name__}"
+                f"option 'greeting' must be a string of at most {MAX_MESSAGE} characters, "
+                f"got {what}"
             )
         self._rng = np.random.default_rng(seed)
         self._messages = [greeting]
@@ -113,14 +100,14 @@ class EchoEnv(Environment):
         self._steps += 1
         return StepResult(
             observation=message,
-            reward=self.cfg.reward_per_char * len(message),
+            reward=self.config.reward_per_char * len(message),
             terminated=message == "bye",
-            truncated=self._steps >= self.cfg.max_steps and message != "bye",
+            truncated=self._steps >= self.config.max_steps and message != "bye",
             info={"length": len(message), "nonce": self._nonce()},
         )
 
     def render(self) -> np.ndarray | None:
-        if not self.cfg.frame:
+        if not self.config.frame:
             return None
         seed = sum(map(ord, self._messages[-1])) if self._messages else 0
         colour = np.array([seed % 256, (seed * 7) % 256, (seed * 13) % 256], dtype=np.uint8)
@@ -148,9 +135,9 @@ class EchoEnv(Environment):
                 description="How the echo environment computes rewards.",
                 kind="static",
                 handler=lambda env, _args: {
-                    "reward_per_char": env.cfg.reward_per_char,
+                    "reward_per_char": env.config.reward_per_char,
                     "ends_on": "bye",
-                    "max_steps": env.cfg.max_steps,
+                    "max_steps": env.config.max_steps,
                 },
             ),
         ]

@@ -3,14 +3,15 @@
 ``openenv-mcp serve gymnasium --id Blackjack-v1`` wraps ``gymnasium.make`` in
 the openenv-mcp contract:
 
-* ``Discrete`` actions become named actions (one MCP tool each), named from the
-  environment's documentation where it has any (``_known.py``), else from the
-  env's own ``get_action_meanings()``, else ``ACTION_0..``; every other action
-  space is a JSON schema (``_spaces.py``);
-* ``Box`` observations are arrays (compact raw form for trainers); all others
-  (``Discrete``, ``Tuple``, ``Dict``...) are sent as JSON, e.g. Blackjack's
-  ``[14, 10, 0]``; either way ``info["text"]`` reads the observation out in
-  words for a model ("player sum 14, dealer shows 10, usable ace: no");
+* the environment's own spaces are the served spaces, whatever they are
+  (``openenv_mcp.spaces`` carries their values): a ``Box`` action takes a list
+  of numbers, Blackjack's ``Tuple`` observation arrives as ``[14, 10, 0]`` and
+  leaves the client as the tuple ``(14, 10, 0)``;
+* ``Discrete`` actions get names (one MCP tool each) from the environment's
+  documentation where it has any (``_known.py``), else from the env's own
+  ``get_action_meanings()``, else ``ACTION_0..``;
+* ``info["text"]`` reads the observation out in words for a model ("player
+  sum 14, dealer shows 10, usable ace: no");
 * ``render_mode="rgb_array"`` frames come back as PNG images;
 * seeds go straight to ``env.reset(seed=...)``; snapshots are deep copies.
 """
@@ -29,13 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_mcp.codecs import to_jsonable
-from openenv_mcp.environment import (
-    ActionSet,
-    Environment,
-    ObservationSpec,
-    StepResult,
-    reject_options,
-)
+from openenv_mcp.environment import ActionSet, Environment, StepResult, reject_options
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, UnsupportedOption
 
 # Frames are drawn off screen (rgb_array); without this SDL looks for a display
@@ -46,7 +41,6 @@ import gymnasium
 from gymnasium import spaces
 
 from gymnasium_env._known import known_for
-from gymnasium_env._spaces import parse_value, space_schema
 
 __all__ = ["GymnasiumConfig", "GymnasiumEnv", "parse_kwargs"]
 
@@ -227,7 +221,7 @@ def _render_objects(env: Any) -> dict[str, Any]:
     return {k: v for k, v in vars(env).items() if is_pygame(v)}
 
 
-class GymnasiumEnv(Environment):
+class GymnasiumEnv(Environment[GymnasiumConfig]):
     """A Gymnasium environment (``gymnasium.make(id, **kwargs)``) behind the MCP contract."""
 
     name: ClassVar[str] = "gymnasium"
@@ -238,10 +232,8 @@ class GymnasiumEnv(Environment):
     Config: ClassVar[type[BaseModel]] = GymnasiumConfig
     supports_snapshots: ClassVar[bool] = True
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: GymnasiumConfig) -> None:
         super().__init__(config)
-        assert isinstance(config, GymnasiumConfig)
-        self.cfg = config
         self._frames = config.render and "rgb_array" in _render_modes(config)
         if self._frames and _PYGAME_MISSING.get(config.id):
             raise DependencyNotInstalled(
@@ -254,7 +246,10 @@ class GymnasiumEnv(Environment):
         # snapshots and close() leave pygame objects behind (see _detach).
         self._pristine = {k: v for k, v in vars(unwrapped).items() if v is None}
         self._known = known_for(unwrapped)
-        self._actions = self._action_set()
+        self.action_space = self._env.action_space
+        self.observation_space = self._env.observation_space
+        self.action_set = self._action_set()
+        self.has_frame = self._frames
         self._observation: Any = None
         self._started = False
 
@@ -267,69 +262,22 @@ class GymnasiumEnv(Environment):
         n = int(space.n)
         if len(self._known.actions) == n:
             names = [name for name, _ in self._known.actions]
-            return ActionSet.from_names(names, dict(self._known.actions))
+            return ActionSet.from_names(names, dict(self._known.actions), start=int(space.start))
         meanings = getattr(self._env.unwrapped, "get_action_meanings", None)
         if callable(meanings):
             found = [str(m) for m in meanings()]
-            if len(found) == n and len(set(found)) == n:
-                return ActionSet.from_names(found)
-        start = int(space.start)
-        return ActionSet.from_names(
-            [f"ACTION_{i}" for i in range(n)],
-            {f"ACTION_{i}": f"gymnasium action {start + i}" for i in range(n)} if start else None,
-        )
+            if len(found) == n and len({f.upper() for f in found}) == n:
+                return ActionSet.from_names(found, start=int(space.start))
+        return ActionSet.from_names([f"ACTION_{i}" for i in range(n)], start=int(space.start))
 
     @property
     def title(self) -> str:
-        return f"Gymnasium {self.cfg.id}"
+        return f"Gymnasium {self.config.id}"
 
     @property
     def gymnasium_env(self) -> gymnasium.Env[Any, Any]:
         """The wrapped ``gymnasium.Env`` (as ``gymnasium.make`` returned it)."""
         return self._env
-
-    @property
-    def action_set(self) -> ActionSet | None:
-        return self._actions
-
-    def action_schema(self) -> dict[str, Any]:
-        if self._actions is not None:
-            return self._actions.json_schema()
-        return space_schema(self._env.action_space)
-
-    def parse_action(self, action: Any) -> Any:
-        if self._actions is not None:
-            index = self._actions.resolve(action)
-            space = self._env.action_space
-            assert isinstance(space, spaces.Discrete)
-            return np.int64(int(space.start) + index)
-        return parse_value(self._env.action_space, action, "action: ")
-
-    def _is_array(self) -> bool:
-        return isinstance(
-            self._env.observation_space, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
-        )
-
-    @property
-    def observation_spec(self) -> ObservationSpec:
-        space = self._env.observation_space
-        text = f"{space}" + (f": {self._known.observation}" if self._known.observation else "")
-        text += ". info.text says it in words."
-        if self._is_array():
-            low = high = None
-            if isinstance(space, spaces.Box):
-                low = _finite(space.low)
-                high = _finite(space.high)
-            return ObservationSpec(
-                kind="array",
-                shape=tuple(int(s) for s in space.shape or ()),
-                dtype=str(np.dtype(space.dtype)),
-                low=low,
-                high=high,
-                has_frame=self._frames,
-                description=text,
-            )
-        return ObservationSpec(kind="json", has_frame=self._frames, description=text)
 
     def info_schema(self) -> dict[str, Any]:
         return {"text": {"type": "string", "description": "The observation in words."}}
@@ -340,11 +288,12 @@ class GymnasiumEnv(Environment):
     def metadata(self) -> dict[str, Any]:
         spec = self._env.spec
         return {
-            "config": self.cfg.model_dump(mode="json"),
+            "config": self.config.model_dump(mode="json"),
             "gymnasium_version": gymnasium.__version__,
             "entry_point": str(spec.entry_point) if spec else None,
             "max_episode_steps": spec.max_episode_steps if spec else None,
             "observation_space": str(self._env.observation_space),
+            "observation": self._known.observation or None,
             "action_space": str(self._env.action_space),
             "render_modes": list(self._env.metadata.get("render_modes") or []),
         }
@@ -363,11 +312,6 @@ class GymnasiumEnv(Environment):
                 pass
         return _generic_text(self._env.observation_space, observation)
 
-    def _wire(self, observation: Any) -> Any:
-        if self._is_array():
-            return np.asarray(observation)
-        return to_jsonable(observation)
-
     def _info(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         data = to_jsonable(info)
         assert isinstance(data, dict)
@@ -380,13 +324,13 @@ class GymnasiumEnv(Environment):
         reject_options(self.name, options, list(self._known.reset_options))
         observation, info = self._env.reset(seed=seed, options=options or None)
         self._observation, self._started = observation, True
-        return self._wire(observation), self._info(observation, info)
+        return observation, self._info(observation, info)
 
     def step(self, action: Any) -> StepResult:
         observation, reward, terminated, truncated, info = self._env.step(action)
         self._observation = observation
         return StepResult(
-            observation=self._wire(observation),
+            observation=observation,
             reward=float(reward),
             terminated=bool(terminated),
             truncated=bool(truncated),
@@ -434,7 +378,7 @@ class GymnasiumEnv(Environment):
                 copied = copy.deepcopy(env, memo)
         except Exception as exc:
             raise UnsupportedOption(
-                f"{self.cfg.id} cannot be snapshotted (its state does not copy: {exc})"
+                f"{self.config.id} cannot be snapshotted (its state does not copy: {exc})"
             ) from None
         self._detach(copied.unwrapped, drawn)
         return copied
@@ -447,13 +391,6 @@ class GymnasiumEnv(Environment):
         self.close()
         self._env = self._copy(env)
         self._observation, self._started = observation, started
-
-
-def _finite(array: np.ndarray) -> float | None:
-    flat = np.asarray(array, dtype=np.float64).ravel()
-    if flat.size and np.all(flat == flat[0]) and np.isfinite(flat[0]):
-        return float(flat[0])
-    return None
 
 
 def _generic_text(space: spaces.Space[Any], observation: Any) -> str:

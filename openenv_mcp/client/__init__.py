@@ -1,23 +1,54 @@
 """The trainer's side: openenv-mcp environments driven over MCP, Gymnasium-shaped.
 
-* :class:`MCPEnvClient`: async, one episode (``spawn()`` for more), any transport;
+* :class:`Session`: one connection to a server; hands out episodes, steps them in batches;
+* :class:`Episode`: one episode of a session (``reset``, ``step``, ``state``...);
+* :class:`MCPEnvClient`: a session and its first episode, in one object;
 * :class:`SyncEnvClient`: the same without ``await`` (``MCPEnvClient(...).sync()``);
 * :class:`MCPGymEnv`: a :class:`gymnasium.Env` (``client.as_gym()``);
 * :class:`MCPVectorEnv`: a Gymnasium ``VectorEnv`` over N episodes;
-* :func:`step_batch`: step a client and its ``spawn()`` siblings in one call.
+* :func:`step_batch`: step episodes of one session in one call.
+
+Importing this package loads none of the server stack; each name loads on first use.
 """
 
-from openenv_mcp.client._client import MCPEnvClient, step_batch
-from openenv_mcp.client._gym import MCPGymEnv
-from openenv_mcp.client._spaces import ServerSpec
-from openenv_mcp.client._sync import SyncEnvClient
-from openenv_mcp.client._vector import MCPVectorEnv
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openenv_mcp._lazy import lazy_exports
 
 __all__ = [
+    "Episode",
     "MCPEnvClient",
     "MCPGymEnv",
     "MCPVectorEnv",
     "ServerSpec",
+    "Session",
     "SyncEnvClient",
+    "SyncEpisode",
+    "ToolAnswer",
     "step_batch",
 ]
+
+_EXPORTS = {
+    "Episode": "openenv_mcp.client._session",
+    "MCPEnvClient": "openenv_mcp.client._client",
+    "Session": "openenv_mcp.client._session",
+    "ToolAnswer": "openenv_mcp.client._session",
+    "step_batch": "openenv_mcp.client._session",
+    "MCPGymEnv": "openenv_mcp.client._gym",
+    "MCPVectorEnv": "openenv_mcp.client._vector",
+    "ServerSpec": "openenv_mcp.client._spec",
+    "SyncEnvClient": "openenv_mcp.client._sync",
+    "SyncEpisode": "openenv_mcp.client._sync",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from openenv_mcp.client._client import MCPEnvClient
+    from openenv_mcp.client._gym import MCPGymEnv
+    from openenv_mcp.client._session import Episode, Session, ToolAnswer, step_batch
+    from openenv_mcp.client._spec import ServerSpec
+    from openenv_mcp.client._sync import SyncEnvClient, SyncEpisode
+    from openenv_mcp.client._vector import MCPVectorEnv

@@ -8,8 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
-from openenv_mcp.client._client import MCPEnvClient
-from openenv_mcp.client._connect import Target
+from openenv_mcp.client._session import Session, Target
 from openenv_mcp.client._sync import SyncEnvClient
 from openenv_mcp.errors import ArgumentError
 
@@ -75,9 +74,10 @@ class _Reconnect:
 class MCPGymEnv(gym.Env[Any, Any]):
     """An openenv-mcp server episode as a :class:`gymnasium.Env`.
 
-    Passes :func:`gymnasium.utils.env_checker.check_env`. Observations are numpy
-    arrays (or strings for text environments); ``info`` holds every structured
-    field of the server's answer. ``render()`` returns the current frame
+    Passes :func:`gymnasium.utils.env_checker.check_env`. Its spaces are exactly
+    the environment's (any Gymnasium space: ``Box`` actions, ``Tuple`` or ``Dict``
+    observations...); observations are members of them; ``info`` holds every
+    structured field of the server's answer. ``render()`` returns the current frame
     (``render_mode="rgb_array"``, for environments with frames).
 
     Reset accepts the option ``"from_snapshot"`` (a handle from
@@ -87,7 +87,7 @@ class MCPGymEnv(gym.Env[Any, Any]):
         target: a FastMCP server, a command, or an ``http(s)://`` URL (see
             :class:`MCPEnvClient`).
         render_mode: ``"rgb_array"`` or ``None``.
-        **client_options: passed to :class:`MCPEnvClient` (``frames``, ``timeout``...).
+        **client_options: passed to the :class:`Session` (``frames``, ``timeout``...).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": RENDER_FPS}  # noqa: RUF012
@@ -95,8 +95,7 @@ class MCPGymEnv(gym.Env[Any, Any]):
     def __init__(
         self, target: Target, *, render_mode: str | None = None, **client_options: Any
     ) -> None:
-        client = MCPEnvClient(target, **client_options).sync()
-        self._adopt(client, render_mode)
+        self._adopt(SyncEnvClient.start(Session(target, **client_options)), render_mode)
 
     @classmethod
     def from_client(cls, client: SyncEnvClient, render_mode: str | None = None) -> MCPGymEnv:
@@ -111,7 +110,7 @@ class MCPGymEnv(gym.Env[Any, Any]):
         self._np_random = None
         self.action_space = client.action_space
         self.observation_space = client.observation_space
-        has_frame = client.spec.observation.has_frame
+        has_frame = client.spec.has_frame
         self.metadata = {
             "render_modes": ["rgb_array"] if has_frame else [],
             "render_fps": RENDER_FPS,
@@ -123,10 +122,10 @@ class MCPGymEnv(gym.Env[Any, Any]):
                 f"render modes: {self.metadata['render_modes'] or 'none (it has no frame)'}"
             )
         self.render_mode = render_mode
-        options = {k: v for k, v in client.client._options.items() if k != "server_log"}
+        options = {k: v for k, v in client.session.options.items() if k != "server_log"}
         self.spec = EnvSpec(
             id=f"openenv_mcp/{client.env_name}-v0",
-            entry_point=_Reconnect(client.client.target, options),
+            entry_point=_Reconnect(client.session.target, options),
             kwargs={"render_mode": render_mode},
         )
 

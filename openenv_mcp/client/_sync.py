@@ -2,7 +2,9 @@
 
 The async client runs on an event loop of its own, in a background thread (an
 anyio blocking portal); each sync method hands a coroutine to that loop and
-waits for its answer. Because the caller's thread only waits, this works the
+waits for its answer. :class:`SyncEpisode` is the blocking face of any
+:class:`Episode` (``spawn()`` hands them out); :class:`SyncEnvClient` is the one
+that owns the session and the loop. Because the caller's thread only waits, this works the
 same in a plain script and inside a running event loop (a Jupyter cell, an
 async trainer), where ``asyncio.run`` would refuse to start.
 """
@@ -12,21 +14,19 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from gymnasium import spaces
 
-from openenv_mcp.client._client import ClientFrames, MCPEnvClient, Transition
-from openenv_mcp.client._spaces import ServerSpec
+from openenv_mcp.client._session import Episode, Session, Transition
+from openenv_mcp.client._spec import ServerSpec
+from openenv_mcp.codecs import ClientFrames
 from openenv_mcp.environment import ActionSet
 from openenv_mcp.errors import ResetNeeded
 
-if TYPE_CHECKING:
-    from openenv_mcp.client._gym import MCPGymEnv
-
-__all__ = ["EventLoopThread", "SyncEnvClient"]
+__all__ = ["EventLoopThread", "SyncEnvClient", "SyncEpisode"]
 
 T = TypeVar("T")
 
@@ -61,103 +61,78 @@ class EventLoopThread:
         self._stack.close()
 
 
-class SyncEnvClient:
-    """The blocking face of an :class:`MCPEnvClient`: the same API without ``await``.
+class SyncEpisode:
+    """The blocking face of an :class:`Episode`: the same API without ``await``."""
 
-    Made by :meth:`MCPEnvClient.sync`::
-
-        with MCPEnvClient("openenv-mcp serve atari --game pong").sync() as env:
-            obs, info = env.reset(seed=0)
-            obs, reward, terminated, truncated, info = env.step("FIRE")
-    """
-
-    def __init__(self, client: MCPEnvClient, loop: EventLoopThread, *, owns_loop: bool) -> None:
-        self._client = client
+    def __init__(self, episode: Episode, loop: EventLoopThread) -> None:
+        self._episode = episode
         self._loop = loop
-        self._owns_loop = owns_loop
-
-    @classmethod
-    def start(cls, client: MCPEnvClient) -> SyncEnvClient:
-        """Start a loop thread and connect ``client`` on it.
-
-        Raises:
-            RuntimeError: ``client`` is already connected (on another loop, where
-                its connection must stay).
-        """
-        if client.connected:
-            raise RuntimeError(
-                "sync() needs a client that is not connected yet: its connection must live "
-                "on the sync client's own event loop. Use MCPEnvClient(target).sync()."
-            )
-        loop = EventLoopThread()
-        try:
-            loop.run(client.connect)
-        except BaseException:
-            loop.stop()
-            raise
-        return cls(client, loop, owns_loop=True)
-
-    def __enter__(self) -> SyncEnvClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    # -- what the async client knows -------------------------------------------------------
 
     @property
-    def client(self) -> MCPEnvClient:
-        """The async client underneath (its coroutines belong to this client's loop)."""
-        return self._client
+    def episode(self) -> Episode:
+        """The async episode underneath (its coroutines belong to this object's loop)."""
+        return self._episode
+
+    @property
+    def session(self) -> Session:
+        """The session it belongs to."""
+        return self._episode.session
+
+    @property
+    def loop(self) -> EventLoopThread:
+        """The event loop thread its calls run on."""
+        return self._loop
+
+    # -- what the server is ----------------------------------------------------------------
 
     @property
     def spec(self) -> ServerSpec:
         """The server's static description."""
-        return self._client.spec
+        return self._episode.spec
 
     @property
     def env_name(self) -> str:
         """The environment's registered name."""
-        return self._client.env_name
+        return self._episode.env_name
 
     @property
     def actions(self) -> ActionSet | None:
-        """The discrete actions, or ``None`` for free-form actions."""
-        return self._client.actions
+        """The named discrete actions, or ``None``."""
+        return self._episode.actions
 
     def get_action_meanings(self) -> list[str]:
-        """Action names in index order."""
-        return self._client.get_action_meanings()
+        """Action names in value order."""
+        return self._episode.get_action_meanings()
 
     @property
     def action_space(self) -> spaces.Space[Any]:
         """The Gymnasium action space."""
-        return self._client.action_space
+        return self._episode.action_space
 
     @property
     def observation_space(self) -> spaces.Space[Any]:
         """The Gymnasium observation space."""
-        return self._client.observation_space
+        return self._episode.observation_space
 
     @property
     def tool_names(self) -> list[str]:
         """Every tool the server lists."""
-        return self._client.tool_names
+        return self._episode.tool_names
 
     @property
     def episode_id(self) -> str | None:
-        """This client's episode handle (``None`` until the first reset)."""
-        return self._client.episode_id
+        """This episode's handle (``None`` until the first reset)."""
+        return self._episode.episode_id
 
     @property
     def frames(self) -> ClientFrames:
         """How array observations travel (``"zstd"``, ``"raw"`` or ``"png"``)."""
-        return self._client.frames
+        return self._episode.frames
 
     @property
     def connected(self) -> bool:
-        """Whether the connection is open."""
-        return self._client.connected
+        """Whether the session is connected and this episode open."""
+        return self._episode.connected
 
     # -- the episode -------------------------------------------------------------------------
 
@@ -168,60 +143,100 @@ class SyncEnvClient:
         options: dict[str, Any] | None = None,
         from_snapshot: str | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """See :meth:`MCPEnvClient.reset`."""
+        """See :meth:`Episode.reset`."""
 
         async def reset() -> tuple[Any, dict[str, Any]]:
-            return await self._client.reset(seed=seed, options=options, from_snapshot=from_snapshot)
+            return await self._episode.reset(
+                seed=seed, options=options, from_snapshot=from_snapshot
+            )
 
         return self._loop.run(reset)
 
     def step(self, action: Any) -> Transition:
-        """See :meth:`MCPEnvClient.step`."""
-        return self._loop.run(self._client.step, action)
+        """See :meth:`Episode.step`."""
+        return self._loop.run(self._episode.step, action)
 
     def state(self) -> tuple[Any, dict[str, Any]]:
-        """See :meth:`MCPEnvClient.state`."""
-        return self._loop.run(self._client.state)
+        """See :meth:`Episode.state`."""
+        return self._loop.run(self._episode.state)
 
     def render(self) -> np.ndarray | None:
-        """See :meth:`MCPEnvClient.render`."""
-        return self._loop.run(self._client.render)
+        """See :meth:`Episode.render`."""
+        return self._loop.run(self._episode.render)
 
     def call(self, tool: str, **args: Any) -> dict[str, Any]:
-        """See :meth:`MCPEnvClient.call`."""
+        """See :meth:`Episode.call`."""
 
         async def call() -> dict[str, Any]:
-            return await self._client.call(tool, **args)
+            return await self._episode.call(tool, **args)
 
         return self._loop.run(call)
 
     def snapshot(self) -> str:
-        """See :meth:`MCPEnvClient.snapshot`."""
-        return self._loop.run(self._client.snapshot)
+        """See :meth:`Episode.snapshot`."""
+        return self._loop.run(self._episode.snapshot)
 
     def release_snapshot(self, snapshot_id: str) -> None:
-        """See :meth:`MCPEnvClient.release_snapshot`."""
-        self._loop.run(self._client.release_snapshot, snapshot_id)
+        """See :meth:`Episode.release_snapshot`."""
+        self._loop.run(self._episode.release_snapshot, snapshot_id)
 
-    def spawn(self) -> SyncEnvClient:
-        """Another sync client on this connection, with an episode of its own."""
-        return SyncEnvClient(self._client.spawn(), self._loop, owns_loop=False)
+    def spawn(self) -> SyncEpisode:
+        """Another episode on this session, with the same blocking face."""
+        return SyncEpisode(self._episode.spawn(), self._loop)
 
     def close(self) -> None:
-        """Close the episode, and for the owning client the connection and its loop."""
-        try:
-            self._loop.run(self._client.close)
-        except ResetNeeded:  # the owner already stopped the loop, closing everything
-            pass
-        finally:
-            if self._owns_loop:
-                self._loop.stop()
-
-    def as_gym(self, render_mode: str | None = None) -> MCPGymEnv:
-        """A :class:`gymnasium.Env` over this client (see :class:`MCPGymEnv`)."""
-        from openenv_mcp.client._gym import MCPGymEnv
-
-        return MCPGymEnv.from_client(self, render_mode=render_mode)
+        """Close the episode."""
+        with contextlib.suppress(ResetNeeded):  # the owner's loop stopped, closing everything
+            self._loop.run(self._episode.close)
 
     def __repr__(self) -> str:
-        return f"<SyncEnvClient of {self._client!r}>"
+        return f"<{type(self).__name__} of {self._episode!r}>"
+
+
+class SyncEnvClient(SyncEpisode):
+    """A blocking client that owns its session, its first episode and its event loop.
+
+    Made by :meth:`MCPEnvClient.sync` (or :meth:`start` from a session)::
+
+        with MCPEnvClient("openenv-mcp serve atari --game pong").sync() as env:
+            obs, info = env.reset(seed=0)
+            obs, reward, terminated, truncated, info = env.step("FIRE")
+    """
+
+    @classmethod
+    def start(cls, session: Session, episode: Episode | None = None) -> SyncEnvClient:
+        """Start a loop thread, connect ``session`` on it, and own it with ``episode``
+        (a new one by default).
+
+        Raises:
+            RuntimeError: ``session`` is already connected (on another loop, where
+                its connection must stay).
+        """
+        if session.connected:
+            raise RuntimeError(
+                "sync() needs a client that is not connected yet: its connection must live "
+                "on the sync client's own event loop. Use MCPEnvClient(target).sync()."
+            )
+        loop = EventLoopThread()
+        try:
+            loop.run(session.connect)
+        except BaseException:
+            loop.stop()
+            raise
+        return cls(episode if episode is not None else session.episode(), loop)
+
+    def __enter__(self) -> SyncEnvClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the episode, the session (a stdio server is stopped) and the loop."""
+        try:
+            super().close()
+            self._loop.run(self.session.close)
+        except ResetNeeded:  # already closed
+            pass
+        finally:
+            self._loop.stop()

@@ -2,7 +2,7 @@
 
 Episodes are stepped with one batched ``step_batch`` call per server per step
 where the server lists that tool, else with one ``step`` call each, all in
-flight together. That choice is made in one place: :func:`~openenv_mcp.client.step_batch`.
+flight together. That choice is made in one place: :meth:`Session.step_batch`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from openenv_mcp.client._client import MCPEnvClient, Transition, step_batch
-from openenv_mcp.client._connect import Target
 from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
+from openenv_mcp.client._session import Episode, Session, Target, Transition
 from openenv_mcp.client._sync import EventLoopThread
 from openenv_mcp.errors import ArgumentError, OpenEnvError, ResetNeeded
 
@@ -34,7 +33,7 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
 
     Episodes live on one server (``target``) or are spread round-robin over
-    several (``targets=[url1, url2]``); each server is one connection.
+    several (``targets=[url1, url2]``); each server is one :class:`Session`.
 
     **Autoreset** follows Gymnasium 1.x's :class:`~gymnasium.vector.AutoresetMode`:
 
@@ -58,7 +57,7 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         autoreset_mode: see above.
         render_mode: ``"rgb_array"`` (``render()`` returns each episode's frame) or ``None``.
         batch: use a server's ``step_batch`` tool where it lists one.
-        **client_options: passed to each :class:`MCPEnvClient` (``frames``, ``timeout``...).
+        **client_options: passed to each :class:`Session` (``frames``, ``timeout``...).
     """
 
     def __init__(
@@ -84,30 +83,30 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         self.num_envs = count
         self._batch = batch
         self._loop = EventLoopThread()
+        self.sessions = [Session(server, **client_options) for server in servers[:count]]
         try:
-            self.clients: list[MCPEnvClient] = self._loop.run(
-                self._open, servers[:count], count, client_options
-            )
+            self.episodes: list[Episode] = self._loop.run(self._open, count)
         except BaseException:
             self._loop.stop()
             raise
-        first = self.clients[0]
-        for client in self.clients[1:]:
-            if (client.action_space, client.observation_space) != (
+        first = self.sessions[0].spec
+        for session in self.sessions[1:]:
+            other = session.spec
+            if (other.action_space, other.observation_space) != (
                 first.action_space,
                 first.observation_space,
             ):
                 self.close()
                 raise ArgumentError(
-                    f"the servers differ: {first.env_name} has {first.action_space} and "
-                    f"{first.observation_space}, {client.env_name} has {client.action_space} "
-                    f"and {client.observation_space}"
+                    f"the servers differ: {first.env} has {first.action_space} and "
+                    f"{first.observation_space}, {other.env} has {other.action_space} "
+                    f"and {other.observation_space}"
                 )
         self.single_action_space = first.action_space
         self.single_observation_space = first.observation_space
         self.action_space = batch_space(self.single_action_space, count)
         self.observation_space = batch_space(self.single_observation_space, count)
-        has_frame = first.spec.observation.has_frame
+        has_frame = first.has_frame
         self.metadata = {
             "autoreset_mode": self.autoreset_mode,
             "render_modes": ["rgb_array"] if has_frame else [],
@@ -115,27 +114,21 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         }
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             self.close()
-            raise ArgumentError(
-                f"render_mode {render_mode!r} is not available for {first.env_name}"
-            )
+            raise ArgumentError(f"render_mode {render_mode!r} is not available for {first.env}")
         self.render_mode = render_mode
         self._seeds = [SeedChain() for _ in range(count)]
         self._autoreset = np.zeros(count, dtype=np.bool_)
         # Each episode's latest observation: a masked reset returns the others' as they are.
         self._obs: list[Any] = [None] * count
 
-    @staticmethod
-    async def _open(
-        servers: list[Target], count: int, options: dict[str, Any]
-    ) -> list[MCPEnvClient]:
-        roots = [MCPEnvClient(server, **options) for server in servers]
+    async def _open(self, count: int) -> list[Episode]:
         try:
-            await MCPVectorEnv._gather([root.connect for root in roots])
+            await MCPVectorEnv._gather([session.connect for session in self.sessions])
         except BaseException:
-            for root in roots:
-                await root.close()
+            for session in self.sessions:
+                await session.close()
             raise
-        return [roots[i] if i < len(roots) else roots[i % len(roots)].spawn() for i in range(count)]
+        return [self.sessions[i % len(self.sessions)].episode() for i in range(count)]
 
     # -- Gymnasium's API -----------------------------------------------------------------
 
@@ -187,36 +180,37 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         """Each episode's current frame (``render_mode="rgb_array"``), else ``None``."""
         if self.render_mode is None:
             return None
-        return tuple(self._loop.run(self._gather, [c.render for c in self.clients]))
+        return tuple(self._loop.run(self._gather, [e.render for e in self.episodes]))
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call server tool ``name`` for every episode (with its ``episode_id``)."""
         if args:
             raise ArgumentError("tools take keyword arguments only")
 
-        def caller(client: MCPEnvClient) -> Any:
+        def caller(episode: Episode) -> Any:
             async def call() -> dict[str, Any]:
-                return await client.call(name, **kwargs)
+                return await episode.call(name, **kwargs)
 
             return call
 
-        return tuple(self._loop.run(self._gather, [caller(c) for c in self.clients]))
+        return tuple(self._loop.run(self._gather, [caller(e) for e in self.episodes]))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of each episode's :class:`MCPEnvClient` (``episode_id``...)."""
-        return tuple(getattr(c, name) for c in self.clients)
+        """Attribute ``name`` of each :class:`Episode` (``episode_id``...)."""
+        return tuple(getattr(e, name) for e in self.episodes)
 
     def snapshot(self, index: int = 0) -> str:
         """Snapshot episode ``index``; ``reset(options={"from_snapshot": handle})`` forks it."""
-        return self._loop.run(self.clients[index].snapshot)
+        return self._loop.run(self.episodes[index].snapshot)
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every episode, then every connection (and stdio server)."""
+        """Close every episode, then every session (and stdio server)."""
 
         async def close_all() -> None:
-            # Spawned episodes first: their connection closes with its owner.
-            for client in sorted(self.clients, key=lambda c: c._owner):
-                await client.close()
+            for episode in self.episodes:
+                await episode.close()
+            for session in self.sessions:
+                await session.close()
 
         try:
             self._loop.run(close_all)
@@ -274,7 +268,7 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
     ) -> dict[int, tuple[Any, dict[str, Any]]]:
         def resetter(i: int) -> Any:
             async def reset() -> tuple[Any, dict[str, Any]]:
-                return await self.clients[i].reset(
+                return await self.episodes[i].reset(
                     seed=seeds[i], options=options, from_snapshot=snapshot
                 )
 
@@ -294,15 +288,15 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         results: dict[int, Transition] = {}
 
         async def step_groups() -> None:
-            groups: dict[int, list[int]] = {}  # by connection
+            groups: dict[int, list[int]] = {}  # by session
             for i in stepping:
-                groups.setdefault(id(self.clients[i]._conn), []).append(i)
+                groups.setdefault(id(self.episodes[i].session), []).append(i)
             await self._gather(
                 [_bind(self._step_group, results, members, actions) for members in groups.values()]
             )
 
         async def autoreset_one(i: int) -> None:  # NEXT_STEP: this step resets instead of acting
-            obs, info = await self.clients[i].reset(seed=self._seeds[i].next(None))
+            obs, info = await self.episodes[i].reset(seed=self._seeds[i].next(None))
             results[i] = (obs, 0.0, False, False, info)
 
         await self._gather([step_groups, *(_bind(autoreset_one, i) for i in autoreset)])
@@ -323,12 +317,13 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         indices: list[int],
         actions: list[Any],
     ) -> None:
-        """Step the episodes that share one connection (see :func:`step_batch`).
+        """Step the episodes that share one session (see :meth:`Session.step_batch`).
 
         Every episode that stepped is recorded before the first error is raised.
         """
-        outcomes = await step_batch(
-            [self.clients[i] for i in indices],
+        group = [self.episodes[i] for i in indices]
+        outcomes = await group[0].session.step_batch(
+            group,
             [actions[i] for i in indices],
             return_exceptions=True,
             use_tool=self._batch,

@@ -2,12 +2,38 @@
 
 ``build_server("echo")`` returns a FastMCP server whose tools are ``reset``,
 ``step``, ``state``, ``close`` (plus ``snapshot`` where the environment
-supports it), the environment's own tools, and one tool per discrete action;
-its static metadata are MCP resources. :func:`serve` runs it over stdio or
+supports it), the environment's own tools, and one tool per named action;
+its static description is an MCP resource. :func:`serve` runs it over stdio or
 Streamable HTTP.
+
+The rooms, by boundary: ``_catalog`` (which tools, their schemas, calling
+them), ``_handlers`` (what each tool does), ``_episodes`` (handles, locks,
+limits), ``_runner`` (one environment and its episode, where it lives),
+``_runtime`` / ``_workers`` (inline, threads, worker processes), ``_stdio`` and
+``_http`` (each transport and its direct path), ``_results`` (reply shapes),
+``_settings``; ``openenv_mcp._compat`` holds every reliance on FastMCP's
+internals.
 """
 
-from openenv_mcp.server._build import build_server, get_app, serve
-from openenv_mcp.server._settings import ServerSettings
+from __future__ import annotations
 
-__all__ = ["ServerSettings", "build_server", "get_app", "serve"]
+from typing import TYPE_CHECKING
+
+from openenv_mcp._lazy import lazy_exports
+
+__all__ = ["EnvApp", "ServerSettings", "build_server", "get_app", "serve"]
+
+_EXPORTS = {
+    "EnvApp": "openenv_mcp.server._app",
+    "ServerSettings": "openenv_mcp.server._settings",
+    "build_server": "openenv_mcp.server._build",
+    "get_app": "openenv_mcp.server._build",
+    "serve": "openenv_mcp.server._build",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from openenv_mcp.server._app import EnvApp
+    from openenv_mcp.server._build import build_server, get_app, serve
+    from openenv_mcp.server._settings import ServerSettings

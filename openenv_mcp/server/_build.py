@@ -13,52 +13,25 @@ from typing import Any, Literal, NoReturn
 
 import anyio
 from fastmcp import FastMCP
-from pydantic import BaseModel, ValidationError
 
-from openenv_mcp import __version__
+from openenv_mcp._version import __version__
 from openenv_mcp.environment import Environment
-from openenv_mcp.errors import ArgumentError
+from openenv_mcp.options import make_config
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._http import http_run_options
-from openenv_mcp.server._lane import ToolLane
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._stdio import serve_stdio
 
-__all__ = ["build_server", "get_app", "make_config", "serve"]
+__all__ = ["build_server", "get_app", "serve"]
 
 log = logging.getLogger("openenv_mcp.server")
 
 _APP_ATTR = "_openenv_app"
 
 
-def make_config(env_cls: type[Environment], options: dict[str, Any]) -> BaseModel:
-    """Validate construction options against the environment's ``Config``.
-
-    Raises:
-        ArgumentError: naming each bad option, what was expected and what came.
-    """
-    try:
-        return env_cls.Config.model_validate(options)
-    except ValidationError as exc:
-        problems = []
-        fields = env_cls.Config.model_fields
-        for err in exc.errors(include_url=False):
-            name = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                from openenv_mcp.errors import did_you_mean
-
-                problems.append(
-                    f"unknown option {name!r}.{did_you_mean(name, fields)} "
-                    f"Options: {', '.join(fields)}"
-                )
-            else:
-                problems.append(f"option {name!r}: {err['msg']}, got {err.get('input')!r}")
-        raise ArgumentError(f"{env_cls.name}: " + "; ".join(problems)) from None
-
-
 def build_server(
-    env: str | type[Environment],
+    env: str | type[Environment[Any]],
     *,
     settings: ServerSettings | None = None,
     **options: Any,
@@ -66,7 +39,8 @@ def build_server(
     """Build a FastMCP server that mounts one environment.
 
     Args:
-        env: a registered name (``"atari"``) or an :class:`Environment` subclass.
+        env: a registered name (``"atari"``), a ``"module:Class"`` reference, or an
+            :class:`Environment` subclass.
         settings: episode limits and tool options (defaults: :class:`ServerSettings`).
         **options: the environment's construction options (its ``Config`` fields).
 
@@ -75,7 +49,7 @@ def build_server(
         ``fastmcp.Client(server)`` or ``MCPEnvClient(server)``.
     """
     env_cls = get_env_class(env) if isinstance(env, str) else env
-    config = make_config(env_cls, options)
+    config = make_config(env_cls.Config, options, env_cls.name)
     app = EnvApp(env_cls, config, settings or ServerSettings())
     server = FastMCP(
         name=f"openenv-{env_cls.name}",
@@ -132,15 +106,15 @@ async def serve(
     app = get_app(server)
     http_options = {}
     if transport == "http":
-        lane = ToolLane(server, app, "streamable-http") if app.settings.fast_lane else None
-        http_options = http_run_options(host, auth_token, lane)
+        direct = app.direct_calls(server, "streamable-http") if app.settings.fast_path else None
+        http_options = http_run_options(host, auth_token, direct)
     try:
         if transport == "stdio":
             async with anyio.create_task_group() as tg:
                 # SIGTERM/SIGINT end a stdio server like EOF does: episodes closed,
                 # exit status 0. (uvicorn handles them itself for HTTP.)
                 tg.start_soon(_stop_on_signal, tg.cancel_scope)
-                if app.settings.fast_lane:
+                if app.settings.fast_path:
                     await serve_stdio(server, app)
                 else:
                     await server.run_stdio_async(show_banner=False)
@@ -159,7 +133,7 @@ async def serve(
                 )
     finally:
         await app.aclose()
-        stuck = app.episodes.abandoned_calls()
+        stuck = app.runtime.abandoned_calls()
         if stuck:
             _exit_without_waiting(stuck)
 

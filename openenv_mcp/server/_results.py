@@ -1,4 +1,4 @@
-"""Tool results: structured content, the text line, the image, and errors.
+"""Tool results: their wire form, the one mapping of errors, and the shared output schema.
 
 Every episode tool (``reset``, ``step``, ``state``, action tools) answers with
 the same shape, :func:`episode_output_schema`, so clients parse one thing.
@@ -7,37 +7,29 @@ the same shape, :func:`episode_output_schema`, so clients parse one thing.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 from fastmcp.tools.base import ToolResult
 from mcp_types import ImageContent, TextContent
 
-from openenv_mcp.codecs import PNG_MIME, b64_text, encode_png, encode_raw, to_jsonable
-from openenv_mcp.environment import Environment, ObservationSpec
+from openenv_mcp.codecs import PNG_MIME, b64_text
+from openenv_mcp.environment import Environment
 from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.server._settings import Frames
-
-if TYPE_CHECKING:
-    from openenv_mcp.server._episodes import Episode
+from openenv_mcp.server._runner import Outcome
+from openenv_mcp.spaces import RAW_ARRAY_SCHEMA, is_array_space, value_schema
 
 __all__ = [
-    "Observed",
+    "ERROR_META_KEY",
     "Reply",
     "episode_output_schema",
-    "episode_result",
-    "episode_view",
     "error_result",
     "error_text",
     "image_block",
     "json_reply",
-    "observe",
+    "outcome_reply",
     "text_block",
 ]
-
-log = logging.getLogger("openenv_mcp.server")
 
 ERROR_META_KEY = "openenv_mcp/error"
 #: Longest error text sent to a client (its head and tail are kept): a message
@@ -47,52 +39,10 @@ _ERROR_TAIL = 500
 
 
 @dataclass
-class Observed:
-    """An observation made ready for the wire (computed off the event loop)."""
-
-    png: bytes | None
-    observation: Any  # JSON-able, or a raw-array dict, or None when not sent
-
-
-def observe(env: Environment, spec: ObservationSpec, observation: Any, frames: Frames) -> Observed:
-    """Render and encode what a call asked for. Runs with the episode lock held.
-
-    ``spec`` is the server's copy of the environment's (static) observation spec,
-    read once rather than rebuilt on every step.
-    """
-    png = None
-    if spec.has_frame and frames in ("png", "both"):
-        frame = env.render()
-        png = encode_png(frame) if frame is not None else None
-    if spec.kind != "array":
-        return Observed(png, to_jsonable(observation))
-    if frames in ("raw", "both", "zstd"):
-        return Observed(png, encode_raw(np.asarray(observation), compress=frames == "zstd"))
-    return Observed(png, None)
-
-
-def _summary(episode: Episode, headline: str) -> str:
-    parts = [
-        f"{headline} episode {episode.id}: step {episode.step}, reward {episode.reward:g}, "
-        f"return {episode.episode_return:g}"
-    ]
-    for key, value in episode.info.items():
-        if isinstance(value, (bool, int, float)) and len(parts) < 6:
-            parts.append(f"{key} {value}")
-    if episode.status == "ended":
-        why = "terminated" if episode.terminated else "truncated"
-        parts.append(f"episode ended ({why}); call reset to play again")
-    text = episode.obs_text
-    if text is not None:
-        parts.append(f"observation: {text if len(text) <= 300 else text[:297] + '...'}")
-    return "; ".join(parts)
-
-
-@dataclass
 class Reply:
     """A tool result in wire form, cheap to build.
 
-    The fast transports write :meth:`wire` straight to the client; FastMCP's
+    The direct paths write :meth:`wire` straight to the client; FastMCP's
     stack takes :meth:`tool_result`. Both are built without re-validating the
     payload (pydantic would copy a 100 KB base64 frame through JSON again).
     """
@@ -136,44 +86,22 @@ def text_block(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def json_reply(data: dict[str, Any]) -> Reply:
-    """A small structured answer, with its JSON as the text."""
-    return Reply([text_block(json.dumps(data))], data)
-
-
-def episode_view(episode: Episode, observed: Observed) -> dict[str, Any]:
-    """The structured view of an episode (``structuredContent``)."""
-    view: dict[str, Any] = {
-        "episode_id": episode.id,
-        "status": episode.status,
-        "step": episode.step,
-        "reward": episode.reward,
-        "episode_return": episode.episode_return,
-        "terminated": episode.terminated,
-        "truncated": episode.truncated,
-        "info": episode.info,  # JSON-able already (made so where the env lives)
-    }
-    if observed.observation is not None:
-        view["observation"] = observed.observation
-    return view
-
-
 def image_block(png: bytes) -> dict[str, Any]:
     """A PNG image content block."""
     return {"type": "image", "data": b64_text(png), "mimeType": PNG_MIME}
 
 
-def episode_result(
-    episode: Episode, observed: Observed, headline: str, extra_text: str = ""
-) -> Reply:
-    """The answer of every episode tool: structured view, one text line, image."""
-    text = _summary(episode, headline)
-    if extra_text:
-        text += f"\n{extra_text}"
-    content = [text_block(text)]
-    if observed.png is not None:
-        content.append(image_block(observed.png))
-    return Reply(content, episode_view(episode, observed))
+def json_reply(data: dict[str, Any]) -> Reply:
+    """A small structured answer, with its JSON as the text."""
+    return Reply([text_block(json.dumps(data))], data)
+
+
+def outcome_reply(outcome: Outcome) -> Reply:
+    """The answer of every episode tool: its text line, its frame, its structured view."""
+    content = [text_block(outcome.text)]
+    if outcome.png is not None:
+        content.append(image_block(outcome.png))
+    return Reply(content, outcome.view)
 
 
 def error_text(exc: OpenEnvError) -> str:
@@ -187,47 +115,38 @@ def error_text(exc: OpenEnvError) -> str:
 
 
 def error_result(exc: OpenEnvError) -> Reply:
-    """One mapping from our errors to an MCP tool error (``isError: true``)."""
+    """The one mapping from our errors to an MCP tool error (``isError: true``)."""
     return Reply([text_block(error_text(exc))], None, True, {ERROR_META_KEY: exc.code})
 
 
-def observation_schema(spec: ObservationSpec) -> dict[str, Any]:
-    """JSON schema of the ``observation`` field for this kind of observation."""
-    if spec.kind == "text":
-        return {"type": "string", "description": spec.description}
-    if spec.kind == "json":
-        return {"description": spec.description or "The observation."}
-    return {
-        "type": "object",
-        "description": f"The observation as a raw array ({spec.dtype} {list(spec.shape or ())}); "
-        "sent when the call asks for frames 'raw', 'zstd' or 'both'.",
-        "properties": {
-            "data": {
-                "type": "string",
-                "description": "base64 of the C-order array bytes (with encoding 'zstd': of "
-                "one zstd frame holding them)",
-            },
-            "shape": {"type": "array", "items": {"type": "integer"}},
-            "dtype": {"type": "string", "description": "numpy dtype string, e.g. '|u1'"},
-            "encoding": {"type": "string", "enum": ["zstd"], "description": "absent: plain"},
-        },
-        "required": ["data", "shape", "dtype"],
-    }
+def _observation_schema(env: Environment[Any]) -> dict[str, Any]:
+    space = env.observation_space
+    if is_array_space(space):
+        return {
+            **RAW_ARRAY_SCHEMA,
+            "description": f"The observation ({space}) as a raw array; sent when the call "
+            "asks for frames 'raw', 'zstd' or 'both'.",
+        }
+    return {**value_schema(space, raw=True), "description": f"The observation: a value of {space}."}
 
 
-def episode_output_schema(env: Environment) -> dict[str, Any]:
+def episode_output_schema(env: Environment[Any]) -> dict[str, Any]:
     """The ``outputSchema`` shared by ``reset``, ``step``, ``state`` and action tools."""
     return {
         "type": "object",
         "properties": {
             "episode_id": {"type": "string", "description": "Handle to pass to later calls."},
-            "status": {"type": "string", "enum": ["new", "running", "ended", "broken"]},
+            "status": {
+                "type": "string",
+                "enum": ["running", "ended", "broken"],
+                "description": "broken: the environment failed; reset starts over.",
+            },
             "step": {"type": "integer", "description": "Steps taken in this episode."},
             "reward": {"type": "number", "description": "Reward of the last step."},
             "episode_return": {"type": "number", "description": "Sum of rewards so far."},
             "terminated": {"type": "boolean"},
             "truncated": {"type": "boolean"},
-            "observation": observation_schema(env.observation_spec),
+            "observation": _observation_schema(env),
             "info": {
                 "type": "object",
                 "properties": env.info_schema(),

@@ -1,21 +1,21 @@
-"""Server settings: limits and behaviour that are not the environment's own."""
+"""Server settings: limits and behaviour that are not the environment's own.
+
+Every field is an ``openenv-mcp serve`` flag of the same name
+(``max_episodes`` -> ``--max-episodes``), with this default and this help text:
+the CLI builds its options from this model, so nothing is said twice.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from openenv_mcp.codecs import Frames
 
 __all__ = ["ServerSettings"]
 
-Frames = Literal["png", "raw", "zstd", "both", "none"]
-
 
 class ServerSettings(BaseModel):
-    """How a server holds episodes and shapes its tools.
-
-    Field names double as ``openenv-mcp serve`` options (``--max-episodes``).
-    """
+    """How a server holds episodes and shapes its tools."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -31,9 +31,7 @@ class ServerSettings(BaseModel):
     call_timeout: float = Field(
         60.0, gt=0, description="Seconds one environment call may take before it fails alone."
     )
-    action_tools: bool = Field(
-        True, description="Add one tool per discrete action (noop, fire, ...)."
-    )
+    action_tools: bool = Field(True, description="Add one tool per named action (noop, fire, ...).")
     default_frames: Frames = Field(
         "png",
         description="Observation form when a call does not say: png image, raw array, "
@@ -42,21 +40,25 @@ class ServerSettings(BaseModel):
     env_threads: bool | None = Field(
         None,
         description="Run environment calls on worker threads, so a slow call cannot block "
-        "other episodes and fails alone at call_timeout. None: the environment's choice "
-        "(envs whose calls are short and bounded, like Atari, run inline: a thread hop "
-        "costs more than an emulator step).",
+        "other episodes and fails alone at call_timeout (default: the environment's choice; "
+        "Atari runs inline: a thread hop costs more than an emulator step).",
     )
     workers: int = Field(
         0,
         ge=0,
         le=256,
-        description="Worker processes holding the environments: step_batch steps each "
-        "worker's episodes at once, so a batch uses several cores. 0: environments live "
-        "in the server process (fastest for one step per call).",
+        description="Worker processes holding the environments, so one step_batch uses "
+        "several cores (0: in the server process, fastest for one step per call).",
     )
-    fast_lane: bool = Field(
+    worker_start_timeout: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds a worker process may take to start (interpreter and imports), "
+        "apart from call_timeout.",
+    )
+    fast_path: bool = Field(
         True,
-        description="Answer calls of this server's tools on a lean fast path (stdio, and "
-        "sessionless HTTP requests), with the same bytes on the wire; False leaves every "
-        "request to FastMCP's stock transports.",
+        description="Answer calls of this server's tools on the lean direct path (stdio, and "
+        "sessionless HTTP requests), with the same bytes on the wire; off, every request "
+        "goes through FastMCP's stock transports.",
     )

@@ -1,4 +1,4 @@
-"""A lean stdio transport: newline-delimited JSON-RPC with a fast lane for tool calls.
+"""A lean stdio transport: newline-delimited JSON-RPC with a direct path for tool calls.
 
 The stock stdio stack spends about 1.8 ms of server time on each request
 (thread hops, pydantic models of every message, middleware), several times an
@@ -9,6 +9,10 @@ resources, pings, notifications, unknown tools) goes to FastMCP's own server
 through memory streams, so the wire stays standard MCP in both protocol eras
 (the 2025 ``initialize`` handshake and 2026-07-28's per-request envelope); the
 independent-client tests (MCP Inspector, TypeScript SDK) check that.
+
+:class:`LineConnection` is that loop without the process's pipes: the
+client's in-memory transport serves a server object through it too, so
+in-memory tests run the very path stdio does.
 
 At stdin EOF, requests in flight (on either path) finish and their replies
 are written before the server exits: nothing a client sent is dropped. A line
@@ -27,7 +31,7 @@ import logging
 import os
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import IO, Any
 
 import anyio
@@ -35,12 +39,12 @@ import mcp_types as types
 import orjson
 from anyio.abc import TaskGroup
 from fastmcp import FastMCP
-from mcp.shared.message import SessionMessage
 
+from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
 from openenv_mcp.server._app import EnvApp
-from openenv_mcp.server._lane import ToolLane, dumps, is_request_id
+from openenv_mcp.server._catalog import dumps, is_request_id
 
-__all__ = ["MAX_LINE", "serve_stdio"]
+__all__ = ["MAX_LINE", "LineConnection", "serve_stdio"]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -141,12 +145,24 @@ def _loads(line: bytes) -> Any:
         return json.loads(line)
 
 
-class _Server:
-    """One stdio connection: the fast lane plus FastMCP for everything else."""
+class LineConnection:
+    """One client's newline-delimited JSON-RPC connection: the direct path for our
+    tool calls, FastMCP's standard stack for everything else.
 
-    def __init__(self, server: FastMCP, app: EnvApp, writer: IO[bytes]) -> None:
-        self.lane = ToolLane(server, app, "stdio")
-        self.writer = writer
+    Args:
+        server: the FastMCP server (made by ``build_server``).
+        app: its :class:`EnvApp`.
+        write: writes one line (bytes with the newline) to the client.
+        transport: what the handlers are told the call came over (``"stdio"``,
+            ``"memory"``): one client per connection, so a default episode.
+    """
+
+    def __init__(
+        self, server: FastMCP, app: EnvApp, write: Callable[[bytes], object], transport: str
+    ) -> None:
+        self.server = server
+        self.direct = app.direct_calls(server, transport)
+        self._write = write
         self.drain_timeout = app.settings.call_timeout + _DRAIN_GRACE
         #: Requests read and not answered yet, on either path.
         self.owed = 0
@@ -173,26 +189,38 @@ class _Server:
     def write(self, message: dict[str, Any] | bytes) -> None:
         data = message if isinstance(message, bytes) else dumps(message) + b"\n"
         try:
-            self.writer.write(data)
-        except (BrokenPipeError, ValueError):
+            self._write(data)
+        except (BrokenPipeError, ValueError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             log.warning("client went away; dropping a reply")
 
     async def call_tool(self, request_id: Any, params: dict[str, Any]) -> None:
         try:
-            self.write(await self.lane.run(request_id, params))
+            self.write(await self.direct.run(request_id, params))
         finally:
             self._end()
 
+    async def serve(self, lines: AsyncIterator[bytes | ValueError]) -> None:
+        """Serve the lines until they end, then answer what is in flight."""
+        to_server, from_client = anyio.create_memory_object_stream[Any](64)
+        to_client, from_server = anyio.create_memory_object_stream[Any](64)
+        async with from_client, from_server, anyio.create_task_group() as tg:
+            tg.start_soon(run_standard_stack, self.server, from_client, to_client)
+            tg.start_soon(self.pump_out, from_server)
+            async with to_server:  # closing it (at the end) ends the standard stack
+                await self.pump_in(lines, to_server, tg)
+
     async def pump_out(self, stream: Any) -> None:
-        async for session_message in stream:
-            message = session_message.message
+        async for wrapped in stream:
+            message = wrapped.message
             data = message.model_dump_json(by_alias=True, exclude_unset=True)
             self.write(data.encode() + b"\n")
             if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
                 self._answered(message.id)
 
-    async def pump_in(self, reader: IO[bytes], to_server: Any, tg: TaskGroup) -> None:
-        async for line in _lines(reader):
+    async def pump_in(
+        self, lines: AsyncIterator[bytes | ValueError], to_server: Any, tg: TaskGroup
+    ) -> None:
+        async for line in lines:
             if isinstance(line, ValueError):
                 self.write(
                     self._error(None, _PARSE_ERROR, f"request line longer than {MAX_LINE} bytes")
@@ -205,13 +233,13 @@ class _Server:
             except ValueError as exc:
                 self.write(self._error(None, _PARSE_ERROR, f"not JSON: {exc}"))
                 continue
-            fast = self.lane.match(message)
-            if fast is not None:
+            direct = self.direct.match(message)
+            if direct is not None:
                 self._begin()
-                tg.start_soon(self.call_tool, *fast)
+                tg.start_soon(self.call_tool, *direct)
                 continue
             try:
-                parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+                parsed = parse_jsonrpc(message)
             except Exception:
                 self._invalid(message)
                 continue
@@ -229,7 +257,7 @@ class _Server:
             ):
                 # A cancelled request gets no answer: stop waiting for one.
                 self._answered((parsed.params or {}).get("requestId"))
-            await to_server.send(SessionMessage(parsed))
+            await to_server.send(session_message(parsed))
         # EOF: finish the requests in flight and write their replies before closing.
         with anyio.move_on_after(self.drain_timeout) as scope:
             await self.idle.wait()
@@ -262,29 +290,12 @@ class _Server:
 
 async def serve_stdio(server: FastMCP, app: EnvApp) -> None:
     """Serve ``server`` over this process's stdin/stdout until stdin closes."""
-    from fastmcp.server.context import reset_transport, set_transport
-
     wire = _Wire()
-    conn = _Server(server, app, wire.writer)
-    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](64)
-    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](64)
-    token = set_transport("stdio")
+    conn = LineConnection(server, app, wire.writer.write, "stdio")
     try:
-        # FastMCP's own stdio runner does exactly this with the process's real
-        # streams; we hand it memory streams instead (private API, pinned <5).
-        async with server._lifespan_manager(), anyio.create_task_group() as tg:
-            low = server._mcp_server
-
-            async def run_standard_stack() -> None:
-                async with to_client:  # closing it ends pump_out once drained
-                    await low.run(from_client, to_client, low.create_initialization_options())
-
-            tg.start_soon(run_standard_stack)
-            tg.start_soon(conn.pump_out, from_server)
-            async with to_server:  # closing it (at EOF) ends the standard stack
-                await conn.pump_in(wire.reader, to_server, tg)
+        async with use_transport("stdio"):
+            await conn.serve(_lines(wire.reader))
     finally:
-        reset_transport(token)
         with contextlib.suppress(OSError):
             wire.restore()
         sys.stdout.flush()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -12,61 +10,31 @@ import numpy as np
 import pytest
 from fastmcp import FastMCP
 
-from openenv_mcp.client import MCPEnvClient, step_batch
-from openenv_mcp.client._connect import Target, _UncheckedSession, transport_for
+from openenv_mcp.client import MCPEnvClient, Session, step_batch
+from openenv_mcp.client._session import Target, transport_for
 from openenv_mcp.errors import (
     ArgumentError,
     InvalidAction,
+    OpenEnvError,
     ResetNeeded,
     UnknownEpisode,
     UnknownSnapshot,
     UnsupportedOption,
 )
-from openenv_mcp.server import build_server
 from tests import faulty_env
-from tests.servers import CLI, TRANSPORTS, http_server
+from tests.servers import (
+    CLI,
+    TRANSPORTS,
+    child_pids,
+    http_server,
+    memory_server,
+    serve_target,
+    stdio_command,
+)
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 90  # seconds any one test may take: a subprocess start is seconds on a busy box
-
-
-def memory_server(env: str, *options: str) -> FastMCP:
-    from openenv_mcp.cli import parse_env_options
-    from openenv_mcp.registry import get_env_class
-
-    cls = get_env_class(env)
-    return build_server(cls, **parse_env_options(cls, list(options)))
-
-
-def stdio_command(env: str, *options: str) -> list[str]:
-    return [*CLI, "serve", env, "--stdio", "--log-level", "WARNING", *options]
-
-
-@contextlib.contextmanager
-def serve_target(transport: str, env: str = "echo", *options: str) -> Iterator[Target]:
-    """A fresh server over ``transport``, as a target for MCPEnvClient."""
-    if transport == "memory":
-        yield memory_server(env, *options)
-    elif transport == "stdio":
-        yield stdio_command(env, *options)
-    else:
-        with http_server(env, *options) as url:
-            yield url
-
-
-def child_pids() -> set[int]:
-    """Live (not zombie) children of this process, from /proc."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                found.add(int(entry.name))
-    return found
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -83,7 +51,7 @@ async def test_spec_and_spaces_before_reset(transport: str) -> None:
             assert not env.action_space.contains(3)
             assert env.observation_space.contains("")
             assert {"reset", "step", "state", "history", "reward_rule"} <= set(env.tool_names)
-            with pytest.raises(UnsupportedOption, match="free-form"):
+            with pytest.raises(UnsupportedOption, match="no names"):
                 env.get_action_meanings()
 
 
@@ -207,11 +175,11 @@ async def test_step_batch_steps_siblings_in_one_call(transport: str) -> None:
                     await step_batch(group, ["p", "q", "r"], use_tool=use_tool)
                 assert (await group[1].state())[1]["step"] == 2  # its ended step, counted once
             assert await step_batch([], []) == []
-            with pytest.raises(ArgumentError, match="one action per client, got 2 actions for 3"):
+            with pytest.raises(ArgumentError, match="one action per episode, got 2 actions for 3"):
                 await step_batch(group, ["a", "b"])
         async with MCPEnvClient(target) as other:
             await other.reset()
-            with pytest.raises(ArgumentError, match="share one connection"):
+            with pytest.raises(ArgumentError, match="must be of this session"):
                 await step_batch([group[0], other], ["a", "b"])
 
 
@@ -227,7 +195,7 @@ async def test_env_tools(transport: str) -> None:
 async def test_render_returns_a_writable_frame(transport: str) -> None:
     with anyio.fail_after(WAIT), serve_target(transport, "echo", "--frame") as target:
         async with MCPEnvClient(target) as env:
-            assert env.spec.observation.has_frame
+            assert env.spec.has_frame
             await env.reset(options={"greeting": "abc"})
             frame = await env.render()
             assert isinstance(frame, np.ndarray)
@@ -238,6 +206,7 @@ async def test_render_returns_a_writable_frame(transport: str) -> None:
         assert await env.render() is None  # no frame, no call
 
 
+@pytest.mark.integration
 async def test_closing_the_owner_stops_its_stdio_server() -> None:
     before = child_pids()
     with anyio.fail_after(WAIT):
@@ -253,6 +222,7 @@ async def test_closing_the_owner_stops_its_stdio_server() -> None:
         await env.step("x")
 
 
+@pytest.mark.integration
 async def test_a_command_string_is_split_like_a_shell() -> None:
     command = " ".join([*CLI, "serve", "echo", "--max-steps", "'2'"])
     with anyio.fail_after(WAIT):
@@ -260,6 +230,7 @@ async def test_a_command_string_is_split_like_a_shell() -> None:
             assert env.spec.config["max_steps"] == 2
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("workers", ["0", "2"])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_calls_on_sibling_episodes_are_in_flight_together(
@@ -296,39 +267,53 @@ async def test_calls_on_sibling_episodes_are_in_flight_together(
 
 
 def test_the_target_decides_the_transport() -> None:
-    from fastmcp.client.transports import (
-        FastMCPTransport,
+    from fastmcp import FastMCP
+
+    from openenv_mcp.client._transports import (
+        HttpTransport,
+        MemoryTransport,
+        SdkTransport,
         StdioTransport,
-        StreamableHttpTransport,
     )
 
-    from openenv_mcp.client._lean import LeanHttp, LeanStdio
-
-    assert isinstance(transport_for(memory_server("echo")), FastMCPTransport)
-    # stepping goes over the lean transports by default ...
-    assert isinstance(transport_for("https://example.org/mcp"), LeanHttp)
-    lean = transport_for("openenv-mcp serve atari --game 'space invaders'")
-    assert isinstance(lean, LeanStdio) and lean.argv[-1] == "space invaders"
-    # ... and over the MCP SDK's where asked (check_results=True)
-    sdk_http = transport_for("https://example.org/mcp", lean=False)
-    assert isinstance(sdk_http, StreamableHttpTransport)
-    stdio = transport_for("openenv-mcp serve atari --game 'space invaders'", lean=False)
-    assert isinstance(stdio, StdioTransport) and stdio.args[-1] == "space invaders"
-    assert isinstance(transport_for(["python", "-m", "x"], lean=False), StdioTransport)
+    assert isinstance(transport_for(memory_server("echo")), MemoryTransport)
+    assert isinstance(transport_for(FastMCP("plain")), SdkTransport)  # not one of ours
+    assert isinstance(transport_for("https://example.org/mcp"), HttpTransport)
+    stdio = transport_for("openenv-mcp serve atari --game 'space invaders'")
+    assert isinstance(stdio, StdioTransport) and stdio.argv[-1] == "space invaders"
+    assert isinstance(transport_for(["python", "-m", "x"]), StdioTransport)
+    assert transport_for(stdio) is stdio  # a ready transport, as it is
     with pytest.raises(ArgumentError, match="expected a FastMCP server"):
-        transport_for(42)  # type: ignore[arg-type]
+        transport_for(42)
     with pytest.raises(ArgumentError, match="empty"):
         transport_for("  ")
 
 
-async def test_results_are_not_revalidated_unless_asked() -> None:
+async def test_results_are_checked_against_the_output_schema_where_asked() -> None:
     server = memory_server("echo")
     async with MCPEnvClient(server) as fast, MCPEnvClient(server, check_results=True) as checked:
-        assert isinstance(fast._conn._client.session, _UncheckedSession)
-        assert not isinstance(checked._conn._client.session, _UncheckedSession)
+        assert not fast.session.check_results and checked.session.check_results
         for env in (fast, checked):
             await env.reset(seed=1)
             assert (await env.step("hi"))[1] == pytest.approx(0.2)
+        # an answer outside the schema is refused with what broke it
+        checked.session.tools["state"]["outputSchema"]["properties"]["step"] = {"type": "string"}
+        with pytest.raises(OpenEnvError, match=r"outside its outputSchema.*at step"):
+            await checked.state()
+
+
+async def test_a_session_hands_out_episodes_and_steps_them_together() -> None:
+    async with Session(memory_server("echo")) as session:
+        group = [session.episode() for _ in range(3)]
+        for k, episode in enumerate(group):
+            await episode.reset(options={"greeting": str(k)})
+        out = await session.step_batch(group, ["a", "b", "c"])
+        assert [t[0] for t in out] == ["a", "b", "c"]
+        assert len({e.episode_id for e in group}) == 3
+        assert session.options["frames"] == "zstd" and session.connected
+    assert not session.connected
+    with pytest.raises(OpenEnvError, match="connected session"):
+        session.episode()
 
 
 async def test_png_frames_need_frame_observations() -> None:

@@ -8,24 +8,23 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from openenv_mcp.client import MCPVectorEnv
-from openenv_mcp.client._connect import Connection
+from openenv_mcp.client import MCPVectorEnv, Session
 from openenv_mcp.errors import ArgumentError, InvalidAction
 from openenv_mcp.server import get_app
-from tests.test_client import memory_server, stdio_command
+from tests.servers import memory_server, stdio_command
 
 
 @pytest.fixture
 def tool_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of every tool the clients call, in order."""
     calls: list[str] = []
-    original = Connection.call
+    original = Session.call
 
-    async def spy(self: Connection, tool: str, args: dict[str, Any]) -> Any:
+    async def spy(self: Session, tool: str, args: dict[str, Any]) -> Any:
         calls.append(tool)
         return await original(self, tool, args)
 
-    monkeypatch.setattr(Connection, "call", spy)
+    monkeypatch.setattr(Session, "call", spy)
     return calls
 
 
@@ -117,13 +116,13 @@ def test_episodes_spread_over_several_targets() -> None:
     envs = MCPVectorEnv(targets=servers, num_envs=5)
     try:
         envs.reset(seed=0)
-        live = [len(get_app(s).episodes.episodes) for s in servers]
+        live = [len(get_app(s).table.episodes) for s in servers]
         assert live == [3, 2]  # round-robin
         obs, *_ = envs.step(tuple("abcde"))
         assert obs == tuple("abcde")
     finally:
         envs.close()
-    assert [len(get_app(s).episodes.episodes) for s in servers] == [0, 0]
+    assert [len(get_app(s).table.episodes) for s in servers] == [0, 0]
     with pytest.raises(ArgumentError, match="one server as target"):
         MCPVectorEnv(servers[0], targets=servers)
 
@@ -200,7 +199,7 @@ def test_render_gives_each_frame() -> None:
         envs.close()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_vector_over_stdio() -> None:
     envs = MCPVectorEnv(stdio_command("echo"), num_envs=3)
     try:

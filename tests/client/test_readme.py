@@ -58,7 +58,7 @@ def test_the_readme_shows_this_snippet() -> None:
     assert block == SNIPPET
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_grpo_rollout_runs_as_written() -> None:
     code = readme_block() or SNIPPET
     done = subprocess.run(

@@ -11,7 +11,7 @@ import pytest
 
 from openenv_mcp.client import MCPEnvClient, MCPVectorEnv
 from openenv_mcp.errors import InvalidAction
-from tests.test_client import serve_target
+from tests.servers import serve_target
 
 ale_py = pytest.importorskip("ale_py")
 gym.register_envs(ale_py)
@@ -40,7 +40,13 @@ def reference_episode(seed: int, actions: list[int]) -> list[tuple[Any, ...]]:
 # each (they are transport-independent).
 @pytest.mark.parametrize(
     ("transport", "frames"),
-    [("memory", "zstd"), ("stdio", "zstd"), ("http", "zstd"), ("stdio", "raw"), ("memory", "png")],
+    [
+        ("memory", "zstd"),
+        pytest.param("stdio", "zstd", marks=pytest.mark.integration),
+        pytest.param("http", "zstd", marks=pytest.mark.integration),
+        pytest.param("stdio", "raw", marks=pytest.mark.integration),
+        ("memory", "png"),
+    ],
 )
 async def test_seeded_episode_equals_ale_py_frame_for_frame(transport: str, frames: str) -> None:
     actions = [int(a) for a in np.random.default_rng(1).integers(6, size=STEPS)]

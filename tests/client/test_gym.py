@@ -10,11 +10,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from openenv_mcp.client import MCPEnvClient, MCPGymEnv
-from openenv_mcp.client._spaces import JsonSpace
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, InvalidAction, ResetNeeded
 from openenv_mcp.registry import env_names, get_env_class
 from openenv_mcp.server import build_server
-from tests.test_client import memory_server, stdio_command
+from openenv_mcp.spaces import JsonSpace
+from tests import dict_env
+from tests.servers import TRANSPORTS, memory_server, serve_target, stdio_command
 
 #: Options that make each registered env quick to check (defaults otherwise).
 QUICK_OPTIONS: dict[str, dict[str, Any]] = {"atari": {"game": "pong"}}
@@ -119,6 +120,58 @@ def test_adapter_faces_of_the_client() -> None:
         env.step("after close")
 
 
+def same(a: Any, b: Any) -> bool:
+    """Equal values of a space, alike in structure and dtype (a Discrete value may be
+    a Python int on one side and numpy's on the other: JSON cannot tell them apart)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return bool(a == b)
+
+
+#: Action and observation spaces the client once could not rebuild (issue 13): Box
+#: actions, a Tuple observation, Dict observations and actions.
+STRUCTURED = [
+    "Pendulum-v1",
+    "MountainCarContinuous-v0",
+    "LunarLanderContinuous-v3",
+    "Blackjack-v1",
+    dict_env.ID,
+]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("env_id", STRUCTURED)
+@pytest.mark.filterwarnings("ignore:.*symmetric and normalized space")  # Pendulum's own
+def test_continuous_and_structured_spaces_pass_check_env(env_id: str, transport: str) -> None:
+    """The adapter's spaces are exactly the environment's, over every transport: a
+    Box action is sent as numbers, a Tuple or Dict observation arrives as one."""
+    raw = gym.make(env_id)
+    try:
+        with serve_target(transport, "gymnasium", "--id", env_id, "--no-render") as target:
+            env = MCPGymEnv(target)
+            try:
+                assert env.action_space == raw.action_space
+                assert env.observation_space == raw.observation_space
+                check_env(env, skip_render_check=True)
+                obs, _ = env.reset(seed=3)
+                expected, _ = raw.reset(seed=3)
+                assert env.observation_space.contains(obs)
+                assert same(obs, expected)
+                env.action_space.seed(0)
+                action = env.action_space.sample()
+                got, want = env.step(action), raw.step(action)
+                assert same(got[0], want[0])
+                assert got[1:3] == want[1:3]
+            finally:
+                env.close()
+    finally:
+        raw.close()
+
+
 def test_json_observations_get_an_honest_space() -> None:
     space = JsonSpace()
     assert space.contains({"a": [1, 2.5, None, "x", True]}) and not space.contains(object())
@@ -126,7 +179,7 @@ def test_json_observations_get_an_honest_space() -> None:
         space.sample()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_adapter_over_stdio() -> None:
     env = MCPGymEnv(stdio_command("echo", "--max-steps", "3"))
     try:

@@ -43,7 +43,17 @@ def test_every_bundled_game_is_listed() -> None:
     assert {"pong", "breakout", "space_invaders", "montezuma_revenge"} <= set(games)
 
 
-@pytest.mark.parametrize("game", list_games())
+#: A few games in the unit tier; all 104 in the integration tier.
+SAMPLE_GAMES = ("pong", "breakout", "montezuma_revenge", "pitfall2")
+
+
+@pytest.mark.parametrize(
+    "game",
+    [
+        g if g in SAMPLE_GAMES else pytest.param(g, marks=pytest.mark.integration)
+        for g in list_games()
+    ],
+)
 async def test_every_game_resets_and_steps(game: str) -> None:
     server = build_server("atari", game=game)
     with anyio.fail_after(60):
@@ -89,7 +99,7 @@ async def test_seeds_reproduce_with_sticky_actions() -> None:
     assert a != c  # the sticky-action stream depends on the seed
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 async def test_seeds_reproduce_across_server_restarts() -> None:
     """The same seed gives byte-identical frames in a fresh server process."""
     with anyio.fail_after(180):

@@ -18,7 +18,7 @@ from openenv_mcp.server._http import http_run_options
 from tests.figures import record_figure
 from tests.servers import http_server
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -2,7 +2,10 @@
 
 * Episodes in workers play exactly as in the server process: the same seeded
   Pong frames and rewards through ``step_batch``, snapshots forked across
-  workers, env tools, text observations.
+  workers, env tools, text observations, and what is legal (each episode's own
+  environment decides, in its worker).
+* A worker's start-up has its own bound, apart from ``call_timeout``; one that
+  cannot start says why.
 * A worker that crashes or hangs breaks only the episodes it holds (EnvCrashed,
   EnvCallTimeout); episodes in the other worker go on, and ``reset`` gives a
   broken episode a fresh environment in a live worker.
@@ -21,6 +24,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -32,40 +36,48 @@ import pytest
 from fastmcp import FastMCP
 
 from openenv_mcp.bench import _children
-from openenv_mcp.client import MCPEnvClient, step_batch
+from openenv_mcp.client import Episode, MCPEnvClient, step_batch
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed, InvalidAction
 from openenv_mcp.server import ServerSettings, build_server, get_app
-from openenv_mcp.server._slots import RemoteSlot, op_state, op_step
-from tests import faulty_env
+from openenv_mcp.server._workers import WorkerRef
+from tests import door_env, faulty_env
 from tests.servers import CLI
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 WAIT = 120  # worker processes import numpy, ale-py... on start
 
 
 @pytest.fixture(autouse=True)
-def faulty() -> Iterator[None]:
+def registered() -> Iterator[None]:
     faulty_env.register()
+    door_env.register()
     yield
+
+
+SETTINGS = ("call_timeout", "worker_start_timeout")
 
 
 @contextlib.asynccontextmanager
 async def served(env: str, workers: int, **options: Any) -> AsyncIterator[FastMCP]:
-    settings = {k: options.pop(k) for k in ("call_timeout",) if k in options}
+    settings = {k: options.pop(k) for k in SETTINGS if k in options}
     server = build_server(env, settings=ServerSettings(workers=workers, **settings), **options)
     try:
         yield server
     finally:
         await get_app(server).aclose()
         if workers:
-            assert not any(w.process.is_alive() for w in get_app(server).pool.workers)  # type: ignore[union-attr]
+            assert all(w.process.poll() is not None for w in workers_of(server))
 
 
-def worker_of(server: FastMCP, client: MCPEnvClient) -> Any:
-    slot = get_app(server).episodes.episodes[client.episode_id].slot  # type: ignore[index]
-    assert isinstance(slot, RemoteSlot)
-    return slot.worker
+def workers_of(server: FastMCP) -> list[Any]:
+    return list(get_app(server).runtime.workers)  # type: ignore[attr-defined]
+
+
+def worker_of(server: FastMCP, client: Episode) -> Any:
+    ref = get_app(server).table.episodes[client.episode_id].ref  # type: ignore[index]
+    assert isinstance(ref, WorkerRef)
+    return ref.worker
 
 
 async def pong_trace(workers: int) -> list[Any]:
@@ -75,7 +87,7 @@ async def pong_trace(workers: int) -> list[Any]:
         for k, client in enumerate(group):
             await client.reset(seed=k)
         if workers:
-            assert sorted(w.slots for w in get_app(server).pool.workers) == [2, 2]  # type: ignore[union-attr]
+            assert sorted(w.environments for w in workers_of(server)) == [2, 2]
         rng = np.random.default_rng(7)
         trace: list[Any] = []
         snapshot = None
@@ -113,10 +125,9 @@ async def test_text_observations_and_env_tools_in_workers() -> None:
             assert obs == "hello" and reward == pytest.approx(0.5) and info["step"] == 1
             assert (await env.call("history"))["messages"] == ["hi", "hello"]
             assert (await env.call("reward_rule"))["ends_on"] == "bye"
-            answer = await env._conn.call("step", {"action": "again"})
-            text = answer.content[0].text  # type: ignore[union-attr]
-            assert "observation: 'again'" in text, text  # its repr, made in the worker
-            with pytest.raises(InvalidAction):  # parsed in the server, as without workers
+            answer = await env.session.call("step", {"action": "again"})
+            assert "observation: 'again'" in answer.text, answer.text  # made in the worker
+            with pytest.raises(InvalidAction):  # parsed in the worker, by the episode's env
                 await env.step(7)
 
 
@@ -139,8 +150,7 @@ async def test_a_crashed_worker_breaks_only_its_own_episodes() -> None:
             for client in (group[0], same[0]):  # reset: a fresh env in a live worker
                 await client.reset()
                 assert (await client.step("back"))[0] == "back"
-            pool = get_app(server).pool
-            assert pool is not None and all(w.alive for w in pool.workers)
+            assert all(w.alive for w in workers_of(server))
             # An env that raises breaks its episode, not its worker.
             with pytest.raises(EnvCrashed, match="RuntimeError in step"):
                 await other[0].step("raise")
@@ -218,8 +228,7 @@ async def test_concurrent_calls_on_shared_workers_each_get_their_own_answer() ->
             async with anyio.create_task_group() as tasks:
                 for k, client in enumerate(group):
                     tasks.start_soon(play, k, client)
-            pool = get_app(server).pool
-            assert pool is not None and all(w.alive for w in pool.workers)
+            assert all(w.alive for w in workers_of(server))
 
 
 async def test_of_calls_queued_together_one_that_cannot_be_sent_fails_alone() -> None:
@@ -227,23 +236,105 @@ async def test_of_calls_queued_together_one_that_cannot_be_sent_fails_alone() ->
         async with served("faulty", 1) as server, MCPEnvClient(server) as env:
             await env.reset()
             app = get_app(server)
-            assert app.pool is not None
-            slot = app.episodes.episodes[env.episode_id].slot  # type: ignore[index]
+            ref = app.table.episodes[env.episode_id].ref  # type: ignore[index]
             outcomes: dict[str, Any] = {}
 
-            async def run(name: str, op: Any, *args: Any) -> None:
-                (outcomes[name],) = await app.pool.run_many([(slot, op, args)])  # type: ignore[union-attr]
+            async def run(name: str, method: str, *args: Any) -> None:
+                (outcomes[name],) = await app.runtime.run([(ref, method, args)])
 
             async with anyio.create_task_group() as group:
-                group.start_soon(run, "busy", op_step, app.obs_spec, "sleep:1", "none")
+                group.start_soon(run, "busy", "step", "sleep:1", "none")
                 await anyio.sleep(0.1)  # the worker is busy: the next two queue together
-                group.start_soon(run, "unsendable", op_state, lambda: None, "none")
-                group.start_soon(run, "fine", op_state, app.obs_spec, "none")
-            assert outcomes["busy"][0].observation is None and outcomes["busy"][0].reward == 1.0
+                group.start_soon(run, "unsendable", "state", lambda: None)
+                group.start_soon(run, "fine", "state", "none")
+            busy = outcomes["busy"]
+            assert busy.view["observation"] == "sleep:1" and busy.view["reward"] == 1.0
             assert isinstance(outcomes["unsendable"], Exception)
             assert "pickle" in str(outcomes["unsendable"])
             assert not isinstance(outcomes["fine"], Exception)
-            assert all(w.alive for w in app.pool.workers)
+            assert all(w.alive for w in workers_of(server))
+
+
+@pytest.mark.parametrize("legality", ["mask", "parse"])
+@pytest.mark.parametrize("workers", [0, 1])
+async def test_what_is_legal_is_the_episodes_own_with_and_without_workers(
+    legality: str, workers: int
+) -> None:
+    """OPEN is legal once this episode's door is unlocked: its own environment decides,
+    in whichever process holds it (once, workers asked a never-played prototype)."""
+    with anyio.fail_after(WAIT):
+        async with (
+            served("door", workers, legality=legality) as server,
+            MCPEnvClient(server) as env,
+        ):
+            _, info = await env.reset()
+            other = env.spawn()
+            await other.reset()
+            with pytest.raises(InvalidAction, match="not legal"):
+                await env.step("OPEN")
+            _, _, _, _, info = await env.step("UNLOCK")
+            if legality == "mask":
+                assert info["action_mask"].tolist() == [1, 1, 1]
+                assert info["action_mask"].dtype == np.int8
+                assert env.action_space.sample(mask=info["action_mask"]) in (0, 1, 2)
+            obs, reward, terminated, _, _ = await env.step("OPEN")
+            assert (obs, reward, terminated) == (1, 1.0, True)
+            with pytest.raises(InvalidAction, match="not legal"):  # its door is still locked
+                await other.step("OPEN")
+            # a snapshot carries the state that makes OPEN legal
+            await other.step("UNLOCK")
+            snapshot = await other.snapshot()
+            fork = env.spawn()
+            await fork.reset(from_snapshot=snapshot)
+            assert (await fork.step("OPEN"))[1] == 1.0
+
+
+async def test_a_worker_start_is_not_held_to_the_call_timeout() -> None:
+    """A worker takes about a second to start (an interpreter, numpy, ale-py); a call
+    timeout shorter than that bounds calls, not the start (once: "internal error")."""
+    with anyio.fail_after(WAIT):
+        async with (
+            served("atari", 1, game="pong", call_timeout=0.3) as server,
+            MCPEnvClient(server) as env,
+        ):
+            obs, info = await env.reset(seed=0)
+            assert obs.shape == (210, 160, 3) and info["step"] == 0
+            assert (await env.step(0))[4]["step"] == 1
+            (worker,) = workers_of(server)
+            assert worker.start_seconds is not None and worker.start_seconds > 0
+
+
+async def test_a_worker_that_does_not_start_in_time_fails_clearly() -> None:
+    with anyio.fail_after(WAIT):
+        async with (
+            served("echo", 1, worker_start_timeout=0.01) as server,
+            MCPEnvClient(server) as env,
+        ):
+            with pytest.raises(EnvCrashed, match=r"did not start within 0\.01s"):
+                await env.reset()
+
+
+async def test_a_worker_that_cannot_import_the_env_says_why(tmp_path: Path) -> None:
+    module = tmp_path / "vanishing_env.py"
+    module.write_text(
+        "from echo_env import EchoEnv\n\nclass VanishingEnv(EchoEnv):\n    name = 'vanishing'\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from vanishing_env import VanishingEnv  # type: ignore[import-not-found]
+
+        module.unlink()  # imported here; a worker will not find it
+        with anyio.fail_after(WAIT):
+            server = build_server(VanishingEnv, settings=ServerSettings(workers=1))
+            try:
+                async with MCPEnvClient(server) as env:
+                    with pytest.raises(EnvCrashed, match=r"(?s)failed to start.*vanishing_env"):
+                        await env.reset()
+            finally:
+                await get_app(server).aclose()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("vanishing_env", None)
 
 
 def wait_gone(pids: set[int], timeout: float = 20.0) -> set[int]:
@@ -297,7 +388,7 @@ async def test_stdio_shutdown_closes_every_env_and_leaves_no_worker(
                 os.kill(server, signal.SIGTERM)
                 assert not await anyio.to_thread.run_sync(wait_gone, {server})
     assert not wait_gone({server, *workers}), "a server or worker process outlived the server"
-    assert close_log.read_text().count("closed") == 4
+    assert close_log.read_text().count("closed") == 4 + 1  # and the server's prototype
 
 
 def test_serve_refuses_a_negative_worker_count() -> None:

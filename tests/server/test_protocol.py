@@ -138,7 +138,7 @@ async def test_bad_input_is_a_clear_error(transport: str) -> None:
             text = await call_error(client, "step", episode_id=eid)
             assert "ArgumentError" in text and "'action' is required" in text
             text = await call_error(client, "step", episode_id=eid, action="x", bogus=1)
-            assert "unexpected argument 'bogus'" in text
+            assert "unknown argument 'bogus'" in text
             text = await call_error(client, "reset", seed="seven")
             assert "ArgumentError" in text and "'seed'" in text and "'seven'" in text
             text = await call_error(client, "reset", seed=-1)
@@ -198,8 +198,13 @@ async def test_frames_and_resources(transport: str) -> None:
             resources = {str(r.uri) for r in await client.list_resources()}
             assert {"openenv://echo/spec", "openenv://echo/metadata"} <= resources
             spec = json.loads((await client.read_resource("openenv://echo/spec"))[0].text)
-            assert spec["observation"]["has_frame"] is True
-            assert spec["supports_snapshots"] is True
+            assert spec["has_frame"] is True and spec["supports_snapshots"] is True
+            assert spec["observation_space"] == {
+                "type": "Text",
+                "min_length": 0,
+                "max_length": 4096,
+                "charset": None,
+            }
 
 
 async def test_static_and_episode_env_tools(transport: str) -> None:
@@ -254,11 +259,11 @@ async def test_step_batch(transport: str) -> None:
             assert (await call(client, "state", episode_id=ids[1]))["step"] == 0
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_fast_lane_answers_like_the_standard_stack(transport: str) -> None:
-    """The same calls, with and without the fast lane, give the same wire results."""
-    from openenv_mcp.client._lean import LeanHttp, LeanStdio
+async def test_the_direct_path_answers_like_the_standard_stack(transport: str) -> None:
+    """The same calls, with and without the direct path, give the same wire results."""
+    from openenv_mcp.client._transports import HttpTransport, StdioTransport
     from tests.servers import CLI, http_server
 
     def normalise(result: dict) -> dict:
@@ -272,13 +277,13 @@ async def test_fast_lane_answers_like_the_standard_stack(transport: str) -> None
 
     async def session(*flags: str) -> list[dict]:
         if transport == "stdio":
-            lean: Any = LeanStdio(
+            lean: Any = StdioTransport(
                 [*CLI, "serve", "echo", "--stdio", *flags], dict(os.environ), None
             )
             await lean.connect()
             return await calls(lean)
         with http_server("echo", *flags) as url:
-            lean = LeanHttp(url)
+            lean = HttpTransport(url)
             await lean.connect()
             return await calls(lean)
 
@@ -298,4 +303,4 @@ async def test_fast_lane_answers_like_the_standard_stack(transport: str) -> None
             await lean.close()
 
     with anyio.fail_after(120):
-        assert await session() == await session("--no-fast-lane")
+        assert await session() == await session("--no-fast-path")

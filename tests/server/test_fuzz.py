@@ -24,12 +24,9 @@ import hashlib
 import json
 import random
 import re
-import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from queue import Empty, Queue
 from typing import Any
 
 import jsonschema
@@ -43,12 +40,10 @@ from hypothesis import strategies as st
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.server._stdio import MAX_LINE
 from tests.figures import record_figure
-from tests.servers import CLI, ROOT, stop
+from tests.servers import CLI, INITIALIZE, LEAKS, RawStdio, call, stop
 
 #: A tool error's text: ``ErrorName: what was expected and what came``.
 ERROR_TEXT = re.compile(r"^[A-Z][A-Za-z]*: \S")
-#: What must never reach a client: tracebacks and the server's file paths.
-LEAKS = ("Traceback", 'File "', "site-packages", "/secret/", str(ROOT))
 #: Error texts stay readable however large the input was.
 MAX_ERROR_TEXT = 4096
 HUGE = ["x" * 200_000, "9" * 5_000, "ep_" + "a" * 10_000, "\u00e9" * 50_000, "\u00b2"]
@@ -67,6 +62,9 @@ json_values = st.recursive(
     ),
     max_leaves=8,
 )
+
+#: Thousands of generated calls: the reliability tier, with faults, load and leaks.
+pytestmark = pytest.mark.integration
 
 FUZZ_COUNT: dict[str, int] = {}
 
@@ -413,69 +411,7 @@ def test_named_bad_inputs_atari(atari: Target) -> None:
 # -- malformed JSON-RPC on stdio -------------------------------------------------------
 
 
-class RawStdio:
-    """A stdio server spoken to line by line; every read is bounded."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
-        )
-        self.lines: Queue[bytes] = Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(b"")
-
-    def send(self, line: bytes | dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        data = line if isinstance(line, bytes) else json.dumps(line).encode()
-        self.proc.stdin.write(data + b"\n")
-        self.proc.stdin.flush()
-
-    def receive(self, timeout: float = 60) -> dict[str, Any] | None:
-        """The next message, or None at EOF."""
-        try:
-            line = self.lines.get(timeout=timeout)
-        except Empty:
-            raise TimeoutError(f"no message from the server within {timeout}s") from None
-        return dict(json.loads(line)) if line else None
-
-    def until(self, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
-        seen: list[dict[str, Any]] = []
-        while not done(seen):
-            message = self.receive()
-            assert message is not None, f"EOF; received {seen}"
-            seen.append(message)
-        return seen
-
-    def stderr(self) -> str:
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read().decode(errors="replace")
-
-
-def call(request_id: Any, tool: str, arguments: Any = None) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": tool}
-    if arguments is not None:
-        params["arguments"] = arguments
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": "init",
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "fuzz", "version": "0"},
-    },
-}
-
-
-@pytest.mark.slow
+@pytest.mark.integration
 def test_malformed_jsonrpc_lines_on_stdio() -> None:
     """Each bad line gets a JSON-RPC error (or a tool error); the server keeps serving."""
     server = RawStdio([*CLI, "serve", "echo", "--stdio", "--log-level", "WARNING"])
@@ -553,7 +489,7 @@ def test_malformed_jsonrpc_lines_on_stdio() -> None:
         stop(server.proc)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_fuzz_stdio_lines() -> None:
     """Random bytes and random JSON-RPC-ish lines: each request with an id is answered
     exactly once, and a normal call afterwards works."""

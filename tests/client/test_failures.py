@@ -15,10 +15,9 @@ import pytest
 
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import ServerDied
-from tests.servers import ROOT, free_port, serve_args, stop
-from tests.test_client import child_pids, stdio_command
+from tests.servers import ROOT, child_pids, free_port, serve_args, stdio_command, stop
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 WAIT = 90
 

@@ -15,8 +15,7 @@ import pytest
 
 from openenv_mcp.client import MCPEnvClient, SyncEnvClient
 from openenv_mcp.errors import InvalidAction, ResetNeeded, ServerDied
-from tests.servers import ROOT
-from tests.test_client import child_pids, memory_server, stdio_command
+from tests.servers import ROOT, child_pids, memory_server, stdio_command
 
 
 def play(env: SyncEnvClient) -> list[int]:
@@ -74,7 +73,7 @@ async def test_sync_needs_an_unconnected_client() -> None:
             env.sync()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_sync_script_with_a_stdio_server() -> None:
     # A real script, run as users run one: no event loop anywhere in it.
     script = textwrap.dedent(
@@ -93,7 +92,7 @@ def test_sync_script_with_a_stdio_server() -> None:
     assert done.stdout.strip() == "True"  # truncated at max_steps
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_sync_server_death_is_an_error_not_a_hang() -> None:
     before = child_pids()
     env = MCPEnvClient(stdio_command("echo"), timeout=10).sync()

@@ -27,9 +27,9 @@ from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests import faulty_env
 from tests.figures import record_figure
-from tests.test_client import child_pids, stdio_command
+from tests.servers import child_pids, stdio_command
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 WAIT = 120
 
@@ -85,13 +85,14 @@ async def test_max_episodes_gives_server_full() -> None:
 
 async def test_idle_eviction_frees_the_idlest_episodes() -> None:
     server = build_server("faulty", settings=ServerSettings(max_episodes=2, idle_timeout=10))
-    episodes = get_app(server).episodes
+    app = get_app(server)
+    episodes = app.table
     clock = episodes.clock = Clock()
     with anyio.fail_after(WAIT):
         async with Client(server) as client:
             a = (await ok(client, "reset", new_episode=True))["episode_id"]
             b = (await ok(client, "reset", new_episode=True))["episode_id"]
-            env_b = episodes.episodes[b].env
+            env_b = app.local_env(b)
             clock.now += 5
             await ok(client, "state", episode_id=a)  # a was used 5 s later than b
             clock.now += 6  # b idle 11 s (past the timeout), a idle 6 s
@@ -121,7 +122,7 @@ async def ok_args(client: Client, tool: str, args: dict[str, Any]) -> None:
 
 async def test_max_snapshots_and_their_release() -> None:
     server = build_server("echo", settings=ServerSettings(max_snapshots=2))
-    snapshots = get_app(server).episodes.snapshots
+    snapshots = get_app(server).table.snapshots
     with anyio.fail_after(WAIT):
         async with Client(server) as client:
             eid = (await ok(client, "reset"))["episode_id"]
@@ -139,14 +140,15 @@ async def test_max_snapshots_and_their_release() -> None:
 async def test_closed_and_evicted_episodes_free_their_envs() -> None:
     """``close`` runs on each env, and nothing keeps a closed episode's env alive."""
     server = build_server("faulty", settings=ServerSettings(max_episodes=4, idle_timeout=10))
-    episodes = get_app(server).episodes
+    app = get_app(server)
+    episodes = app.table
     clock = episodes.clock = Clock()
     refs: dict[int, weakref.ref[Any]] = {}  # serial -> the env
     with anyio.fail_after(WAIT):
         async with Client(server) as client:
             for n in range(200):
                 eid = (await ok(client, "reset", new_episode=True))["episode_id"]
-                env = episodes.episodes[eid].env
+                env = app.local_env(eid)
                 refs[env.serial] = weakref.ref(env)  # type: ignore[attr-defined]
                 await ok(client, "step", episode_id=eid, action="x")
                 await ok(client, "snapshot", episode_id=eid)
@@ -154,14 +156,14 @@ async def test_closed_and_evicted_episodes_free_their_envs() -> None:
                     await ok(client, "close", episode_id=eid)
                 else:
                     clock.now += 11  # left idle: evicted by a later create
-            live = {e.env.serial for e in episodes.episodes.values()}  # type: ignore[attr-defined]
+            live = {app.local_env(e).serial for e in episodes.episodes}  # type: ignore[attr-defined]
             assert len(live) <= 4
             # snapshots go with their episodes
             assert {s.episode_id for s in episodes.snapshots.values()} <= set(episodes.episodes)
 
             # a close while a call is in flight waits for the call, then frees the env
             eid = (await ok(client, "reset", new_episode=True))["episode_id"]
-            env = episodes.episodes[eid].env
+            env = app.local_env(eid)
             order: list[str] = []
 
             async def hang() -> None:
@@ -212,7 +214,7 @@ async def reset_close_cycles(
         return pid, samples
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("env", "options", "action", "warmup", "cycles", "bound_kb"),
     [

@@ -1,0 +1,136 @@
+"""Options of environments and servers: one parser for the CLI, bench and tests, and
+one formatter of validation errors.
+
+An environment's ``Config`` fields are its options: ``--game breakout`` on a
+command line, ``game="breakout"`` in Python. :func:`parse_cli_options` turns the
+first form into the second (values stay strings; the model converts them), and
+:func:`make_config` validates either, with errors that say which option, what
+was expected and what came.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from openenv_mcp.errors import ArgumentError, did_you_mean
+
+__all__ = ["flag", "format_validation_error", "make_config", "parse_cli_options"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_QUOTE = 80
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a field: ``max_episode_steps`` -> ``--max-episode-steps``."""
+    return f"--{name.replace('_', '-')}"
+
+
+def _describe_input(value: Any) -> str:
+    text = repr(value)
+    if len(text) > _QUOTE:
+        text = text[: _QUOTE - 3] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def format_validation_error(
+    where: str, exc: ValidationError, *, noun: str = "argument", known: Iterable[str] = ()
+) -> str:
+    """One readable clause per problem: which field, what was expected, what came.
+
+    Args:
+        where: what was being validated (a tool name, an environment name).
+        exc: pydantic's error.
+        noun: what a field is called here (``"argument"``, ``"option"``).
+        known: the valid field names, for "did you mean" on unknown ones.
+    """
+    known = list(known)
+    problems = []
+    for err in exc.errors(include_url=False):
+        name = ".".join(str(p) for p in err["loc"]) or f"{noun}s"
+        kind = err["type"]
+        if kind == "missing":
+            problems.append(f"{noun} {name!r} is required")
+        elif kind == "extra_forbidden":
+            hint = did_you_mean(name, known)
+            listed = f" {noun.capitalize()}s: {', '.join(known)}" if known else ""
+            problems.append(f"unknown {noun} {name!r}.{hint}{listed}")
+        else:
+            # A validator's own ValueError reads better without pydantic's prefix.
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{noun} {name!r}: {message}, got {_describe_input(err.get('input'))}")
+    return f"{where}: " + "; ".join(problems)
+
+
+def make_config(model: type[M], options: Mapping[str, Any], where: str) -> M:
+    """Validate ``options`` against ``model`` (an environment's ``Config``, server settings).
+
+    Raises:
+        ArgumentError: naming each bad option, what was expected and what came.
+    """
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        message = format_validation_error(where, exc, noun="option", known=model.model_fields)
+        raise ArgumentError(message) from None
+
+
+def _is_bool(model: type[BaseModel], name: str) -> bool:
+    return model.model_fields[name].annotation in (bool, bool | None)
+
+
+def parse_cli_options(
+    models: Sequence[type[BaseModel]], args: Sequence[str], *, where: str = ""
+) -> list[dict[str, Any]]:
+    """Split ``--name value`` arguments among ``models`` by field name.
+
+    ``--flag`` / ``--no-flag`` set booleans; ``--name=value`` and ``--name value``
+    both work. A name belongs to the first model that has it. Values stay
+    strings: the models convert them when validated (:func:`make_config`).
+
+    Returns:
+        One dict of options per model, in order.
+
+    Raises:
+        ArgumentError: an unknown option (with "did you mean" and the list), a
+            missing value, or a stray argument.
+    """
+    owners: dict[str, int] = {}
+    for index, model in enumerate(models):
+        for name in model.model_fields:
+            owners.setdefault(name, index)
+    flags = [flag(name) for name in owners]
+    found: list[dict[str, Any]] = [{} for _ in models]
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if not token.startswith("--"):
+            raise ArgumentError(f"unexpected argument {token!r}; options look like --name value")
+        key, eq, value = token[2:].partition("=")
+        name = key.replace("-", "_")
+        negated = name.startswith("no_") and name[3:] in owners
+        if negated:
+            name = name[3:]
+        if name not in owners:
+            given = token.split("=")[0]
+            see = f" (see: openenv-mcp describe {where})" if where else ""
+            raise ArgumentError(
+                f"unknown option {given!r}{' for ' + repr(where) if where else ''}."
+                f"{did_you_mean(given, flags)} Options: {' '.join(flags)}{see}"
+            )
+        model = models[owners[name]]
+        if _is_bool(model, name) and not eq:
+            found[owners[name]][name] = not negated
+            i += 1
+            continue
+        if not eq:
+            if i + 1 >= len(args):
+                raise ArgumentError(f"option {token!r} needs a value")
+            value = args[i + 1]
+            i += 1
+        found[owners[name]][name] = value
+        i += 1
+    return found

@@ -1,0 +1,196 @@
+"""What each tool does: reset, step, step_batch, state, close, snapshots, env tools.
+
+Handlers find the episode a call means (:class:`~._episodes.EpisodeTable`),
+hold its lock, run one operation where its environment lives (the runner
+answers with the view, the frame and the text line), and wrap the answer.
+Their argument models are in :mod:`._catalog`, which lists them as tools.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from contextvars import ContextVar
+from typing import Any
+
+from openenv_mcp._compat import request_transport
+from openenv_mcp.codecs import Frames
+from openenv_mcp.environment import Environment, EnvTool
+from openenv_mcp.errors import ArgumentError, OpenEnvError
+from openenv_mcp.server._episodes import Episode, EpisodeTable
+from openenv_mcp.server._results import (
+    Reply,
+    error_text,
+    image_block,
+    json_reply,
+    outcome_reply,
+    text_block,
+)
+from openenv_mcp.server._settings import ServerSettings
+
+__all__ = ["Handlers", "direct_transport"]
+
+#: The transport of the call being served, where a direct path serves it
+#: (``"stdio"``, ``"memory"``, ``"streamable-http"``); else FastMCP's context says.
+direct_transport: ContextVar[str | None] = ContextVar("openenv_direct_transport", default=None)
+
+_SHARED = ("streamable-http", "sse", "http")
+
+
+def _shared() -> bool:
+    """Whether this call came over a transport shared by many clients (HTTP): no default episode."""
+    transport = direct_transport.get() or request_transport()
+    return transport in _SHARED
+
+
+class Handlers:
+    """The tools' behaviour, over one server's episode table."""
+
+    def __init__(
+        self, table: EpisodeTable, settings: ServerSettings, prototype: Environment[Any]
+    ) -> None:
+        self.table = table
+        self.settings = settings
+        self.prototype = prototype
+
+    def _frames(self, frames: Frames | None) -> Frames:
+        return frames or self.settings.default_frames
+
+    async def reset(self, args: Any) -> Reply:
+        """Start (or restart) an episode; mint its handle."""
+        from_snapshot = getattr(args, "from_snapshot", None)
+        if from_snapshot is not None and (args.seed is not None or args.options):
+            raise ArgumentError(
+                "reset: from_snapshot continues a saved state, so it cannot be combined with "
+                "seed or options"
+            )
+        table = self.table
+        snapshot = table.get_snapshot(from_snapshot) if from_snapshot else None
+        shared = _shared()
+        episode, created = await table.for_reset(args.episode_id, args.new_episode, shared)
+        frames = self._frames(args.frames)
+        try:
+            async with table.locked(episode.id, shared):
+                if episode.broken:
+                    await table.renew(episode)
+                if snapshot is not None:
+                    outcome = await table.call(episode, "restore", snapshot.saved, frames)
+                else:
+                    outcome = await table.call(episode, "reset", args.seed, args.options, frames)
+        except BaseException:
+            if created:
+                await table.close(episode.id)
+            raise
+        return outcome_reply(outcome)
+
+    async def step(self, episode_id: str | None, action: Any, frames: Frames | None) -> Reply:
+        """Advance an episode by one action."""
+        async with self.table.locked(episode_id, _shared()) as episode:
+            self.table.require_sound(episode)
+            return outcome_reply(
+                await self.table.call(episode, "step", action, self._frames(frames))
+            )
+
+    async def step_batch(self, args: Any) -> Reply:
+        """Step many episodes in one call (one action each), in one runtime hop.
+
+        Per-episode failures (an illegal action, an ended episode) come back as
+        that item's ``error``; the other items still step.
+        """
+        items = args.steps
+        ids = [item.episode_id for item in items]
+        if len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise ArgumentError(
+                f"step_batch: each episode may appear once per batch, got {repeated} twice"
+            )
+        frames = self._frames(args.frames)
+        shared = _shared()
+        errors: dict[int, OpenEnvError] = {}
+        plan: list[tuple[int, Episode]] = []
+        async with AsyncExitStack() as stack:
+            # Lock in handle order, so concurrent batches cannot deadlock.
+            for index in sorted(range(len(items)), key=lambda i: ids[i]):
+                try:
+                    episode = await stack.enter_async_context(self.table.locked(ids[index], shared))
+                    self.table.require_sound(episode)
+                    plan.append((index, episode))
+                except OpenEnvError as exc:
+                    errors[index] = exc
+            plan.sort(key=lambda p: p[0])
+            # Local envs step in turn; envs in worker processes, each worker's share at once.
+            outcomes = await self.table.call_many(
+                [e for _, e in plan], "step", [(items[i].action, frames) for i, _ in plan]
+            )
+        views: dict[int, dict[str, Any]] = {}
+        images: list[dict[str, Any]] = []
+        for (index, _), outcome in zip(plan, outcomes, strict=True):
+            if isinstance(outcome, OpenEnvError):
+                errors[index] = outcome
+                continue
+            views[index] = outcome.view
+            if outcome.png is not None:
+                outcome.view["image"] = len(images)
+                images.append(image_block(outcome.png))
+        results = [
+            views[i] if i in views else {"episode_id": ids[i], "error": error_text(errors[i])}
+            for i in range(len(items))
+        ]
+        ended = sum(1 for v in views.values() if v["status"] == "ended")
+        text = (
+            f"stepped {len(views)} of {len(items)} episodes ({len(errors)} errors, {ended} ended)"
+        )
+        if errors:
+            first = min(errors)
+            text += f"; first error, episode {ids[first]}: {error_text(errors[first])}"
+        return Reply([text_block(text), *images], {"results": results})
+
+    async def state(self, args: Any) -> Reply:
+        """Describe an episode without changing it (a broken one from what was last sent)."""
+        async with self.table.locked(args.episode_id, _shared()) as episode:
+            if episode.broken and episode.last_view is not None:
+                view = {**episode.last_view, "status": "broken"}
+                text = (
+                    f"state of episode {episode.id}: broken ({episode.broken}) at step "
+                    f"{view['step']}, return {view['episode_return']:g}; call reset to start over"
+                )
+                return Reply([text_block(text)], view)
+            self.table.require_sound(episode)
+            return outcome_reply(await self.table.call(episode, "state", self._frames(args.frames)))
+
+    async def close(self, args: Any) -> Reply:
+        """Close an episode and free its environment."""
+        episode = self.table.resolve(args.episode_id, _shared())
+        await self.table.close(episode.id)
+        return json_reply({"episode_id": episode.id, "closed": True})
+
+    async def snapshot(self, args: Any) -> Reply:
+        """Save an episode's full state; later resets can start from it."""
+        async with self.table.locked(args.episode_id, _shared()) as episode:
+            self.table.require_sound(episode)
+            saved = await self.table.call(episode, "snapshot")
+            snap = self.table.add_snapshot(episode, saved)
+            return json_reply(
+                {"snapshot_id": snap.id, "episode_id": episode.id, "step": saved.step}
+            )
+
+    async def release_snapshot(self, args: Any) -> Reply:
+        """Free a snapshot."""
+        self.table.release_snapshot(args.snapshot_id)
+        return json_reply({"snapshot_id": args.snapshot_id, "released": True})
+
+    def env_tool(self, tool: EnvTool) -> Any:
+        """The handler of an environment's own tool."""
+        if tool.kind == "static":
+
+            async def static(args: Any) -> Reply:
+                return json_reply(tool.handler(self.prototype, args))
+
+            return static
+
+        async def on_episode(args: Any) -> Reply:
+            async with self.table.locked(args.episode_id, _shared()) as episode:
+                self.table.require_sound(episode)
+                params = None if tool.params is None else args.model_dump(exclude={"episode_id"})
+                return json_reply(await self.table.call(episode, "call_tool", tool.name, params))
+
+        return on_episode

@@ -1,0 +1,222 @@
+"""The public surface, locked: what each package exports, that importing it is cheap,
+and that no module imports another that imports it back."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import openenv_mcp
+from tests.servers import ROOT
+
+PUBLIC = {
+    "openenv_mcp": [
+        "Action",
+        "ActionSet",
+        "EnvTool",
+        "Environment",
+        "MCPEnvClient",
+        "ServerSettings",
+        "StepResult",
+        "build_server",
+        "serve",
+    ],
+    "openenv_mcp.client": [
+        "Episode",
+        "MCPEnvClient",
+        "MCPGymEnv",
+        "MCPVectorEnv",
+        "ServerSpec",
+        "Session",
+        "SyncEnvClient",
+        "SyncEpisode",
+        "ToolAnswer",
+        "step_batch",
+    ],
+    "openenv_mcp.server": ["EnvApp", "ServerSettings", "build_server", "get_app", "serve"],
+    "openenv_mcp.environment": [
+        "Action",
+        "ActionSet",
+        "ConfigT",
+        "EnvTool",
+        "Environment",
+        "StepResult",
+        "contract_problems",
+        "reject_options",
+    ],
+    "openenv_mcp.spaces": [
+        "RAW_ARRAY_SCHEMA",
+        "AnyText",
+        "JsonSpace",
+        "decode",
+        "encode",
+        "is_array_space",
+        "space_from_json",
+        "space_to_json",
+        "value_schema",
+    ],
+    "openenv_mcp.testing": ["CheckReport", "EnvCheckError", "check_env", "values_equal"],
+    "openenv_mcp.options": ["flag", "format_validation_error", "make_config", "parse_cli_options"],
+    "openenv_mcp.registry": [
+        "ENTRY_POINT_GROUP",
+        "EnvEntry",
+        "env_names",
+        "get_entry",
+        "get_env_class",
+        "is_reference",
+        "register",
+    ],
+    "openenv_mcp.errors": [
+        "ArgumentError",
+        "DependencyNotInstalled",
+        "EnvCallTimeout",
+        "EnvCrashed",
+        "EpisodeRequired",
+        "InvalidAction",
+        "OpenEnvError",
+        "ResetNeeded",
+        "ServerDied",
+        "ServerFull",
+        "UnknownEnv",
+        "UnknownEpisode",
+        "UnknownSnapshot",
+        "UnknownTool",
+        "UnsupportedOption",
+        "did_you_mean",
+        "error_from_wire",
+    ],
+}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_each_package_exports_exactly_its_public_names(module: str) -> None:
+    loaded = importlib.import_module(module)
+    assert sorted(loaded.__all__) == sorted(PUBLIC[module])
+    for name in loaded.__all__:
+        assert getattr(loaded, name) is not None, f"{module}.{name} does not resolve"
+        assert name in dir(loaded)
+
+
+def test_the_client_is_at_the_top_level_too() -> None:
+    from openenv_mcp import MCPEnvClient
+    from openenv_mcp.client import MCPEnvClient as Same
+
+    assert MCPEnvClient is Same and openenv_mcp.__version__
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = openenv_mcp.nope  # type: ignore[attr-defined]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import openenv_mcp",
+        "import openenv_mcp.errors",
+        "import openenv_mcp.client",
+        "from openenv_mcp import MCPEnvClient, Environment",
+        "from openenv_mcp.client import MCPEnvClient, MCPGymEnv, MCPVectorEnv",
+        "import openenv_mcp.server._workers",
+        "import openenv_mcp.cli",
+    ],
+)
+def test_imports_do_not_load_the_server_stack(statement: str) -> None:
+    """A trainer, a worker process and the CLI's start load no MCP server machinery."""
+    code = (
+        f"import sys, json; {statement}; "
+        "print(json.dumps([m for m in ('fastmcp', 'mcp', 'mcp_types', 'starlette', 'uvicorn') "
+        "if m in sys.modules]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+
+
+# -- the import graph -----------------------------------------------------------------------
+
+PACKAGES = {"openenv_mcp": ROOT / "openenv_mcp"} | {
+    p.name: p for p in (ROOT / "envs").iterdir() if (p / "__init__.py").exists()
+}
+
+
+def _module_name(path: Path) -> str:
+    for package, root in PACKAGES.items():
+        if path.is_relative_to(root):
+            parts = [package, *path.relative_to(root).with_suffix("").parts]
+            return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    raise AssertionError(path)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for root in PACKAGES.values() for path in root.rglob("*.py")}
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _edges(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every internal module ``path`` imports, at module level or in a function (not under
+    ``if TYPE_CHECKING``), plus the targets of a package's lazy exports."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets
+        ):
+            found.update(ast.literal_eval(node.value).values())
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {m for m in (_resolve(n, modules) for n in found) if m is not None}
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    assert "openenv_mcp.server._runner" in modules and "atari_env.env" in modules
+    graph = {name: _edges(path, modules) - {name} for name, path in modules.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = [*stack[stack.index(nxt) :], nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_the_framework_never_imports_an_environment() -> None:
+    modules = _modules()
+    for name, path in modules.items():
+        if name.startswith("openenv_mcp"):
+            envs = {m for m in _edges(path, modules) if not m.startswith("openenv_mcp")}
+            assert not envs, f"{name} imports {envs}"
