@@ -217,6 +217,25 @@ def test_live_episodes_atari_stdio_measures_the_server() -> None:
     assert "every episode answered a step: 2/2" in table.stdout
 
 
+@pytest.mark.integration
+def test_startup_times_imports_stdio_and_a_worker() -> None:
+    data = live("echo", "--startup", "--repeats", "1")
+    assert data["repeats"] == 1 and data["python_s"] > 0
+    assert set(data["import_s"]) == set(data["import_modules"]) and len(data["import_s"]) == 3
+    assert all(n > 0 for n in data["import_modules"].values())
+    for name in (
+        "stdio_initialize_s",
+        "stdio_first_reset_s",
+        "worker_ready_s",
+        "worker_first_env_s",
+    ):
+        assert isinstance(data[name], float) and data[name] > 0
+    assert data["stdio_first_reset_s"] >= data["stdio_initialize_s"]
+    assert data["worker_first_env_s"] >= data["worker_ready_s"]
+    table = runner.invoke(app, ["bench", "echo", "--startup", "--repeats", "1"])
+    assert "stdio: spawn -> initialize answered" in table.stdout
+
+
 def test_cli_defaults_are_the_library_defaults() -> None:
     params = inspect.signature(bench).parameters
     assert params["steps"].default == DEFAULT_STEPS == BenchConfig("x").steps

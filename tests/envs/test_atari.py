@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from fastmcp import Client
 
-from atari_env import AtariConfig, AtariEmulator, list_games
+from atari_env import AtariConfig, AtariEmulator, AtariEnv, list_games
 from openenv_mcp.codecs import decode_raw, png_from_b64
 from openenv_mcp.server import ServerSettings, build_server
 from tests.servers import stdio_transport
@@ -280,3 +280,14 @@ async def test_max_episode_steps_truncates_not_terminates() -> None:
             last = (await call(client, "noop", frames="none")).structured_content
         assert last["truncated"] and not last["terminated"] and last["status"] == "ended"
         assert (await error(client, "noop")).startswith("ResetNeeded:")
+
+
+def test_episodes_share_one_screen_space() -> None:
+    """A Gymnasium Box of the 210x160x3 screen holds 400 KB of bounds; episodes share one
+    (each once carried its own: 1.14 MiB an episode instead of 0.76)."""
+    first, second = AtariEnv(AtariConfig(game="pong")), AtariEnv(AtariConfig(game="breakout"))
+    try:
+        assert first.observation_space is second.observation_space
+    finally:
+        first.close()
+        second.close()
