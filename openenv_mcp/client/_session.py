@@ -534,9 +534,11 @@ class Session:
 
     def wire_frames(self) -> str:
         """The ``frames`` argument episodes send: only array observations travel as frames."""
-        # Asking for "raw" elsewhere (the JSON observation, its arrays plain) spares
-        # the server a PNG encode.
-        return self.frames if is_array_space(self.spec.observation_space) else "raw"
+        if is_array_space(self.spec.observation_space):
+            return self.frames
+        # Any other observation travels as JSON anyway (its array leaves in the raw
+        # form asked for); not asking for "png" spares the server a PNG encode.
+        return "zstd" if self.frames == "zstd" else "raw"
 
     def read_view(
         self, view: dict[str, Any] | None, images: Sequence[dict[str, Any]] = ()

@@ -205,8 +205,10 @@ class _Worker:
         self.queue: list[_Share] = []
         #: Held from sending a message to reading its replies, so they pair up.
         self.lock = anyio.Lock()
-        self.conn.send_bytes(hello)
-        self.conn.send_bytes(setup)
+        # A worker that dies at once says so when it is first awaited (_await_ready).
+        with contextlib.suppress(OSError):
+            self.conn.send_bytes(hello)
+            self.conn.send_bytes(setup)
 
     async def _await_ready(self) -> None:
         """Wait (bounded by ``start_timeout``) for the worker to say it is set up."""
