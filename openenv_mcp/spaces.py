@@ -193,19 +193,13 @@ def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
             "start": space.start.tolist(),
             "dtype": str(space.dtype),
         }
-    if isinstance(space, AnyText):
-        return {
-            "type": "Text",
-            "min_length": space.min_length,
-            "max_length": space.max_length,
-            "charset": None,
-        }
     if isinstance(space, spaces.Text):
         return {
             "type": "Text",
             "min_length": space.min_length,
             "max_length": space.max_length,
-            "charset": "".join(space.character_list),
+            # AnyText holds any character: no charset to name.
+            "charset": None if isinstance(space, AnyText) else "".join(space.character_list),
         }
     if isinstance(space, spaces.Tuple):
         return {"type": "Tuple", "spaces": [space_to_json(s) for s in space.spaces]}

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from openenv_mcp.bench import DEFAULT_REPEATS, DEFAULT_STEPS, DEFAULT_WARMUP, BenchConfig
 from openenv_mcp.cli import app, bench
-from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.client import Session
+from tests.servers import memory_server
 
 runner = CliRunner()
 
@@ -247,4 +248,4 @@ def test_cli_defaults_are_the_library_defaults() -> None:
         config.frames,
     )
     # The bench measures what a trainer gets by default.
-    assert config.frames == inspect.signature(MCPEnvClient).parameters["frames"].default
+    assert config.frames == Session(memory_server("echo")).frames

@@ -28,6 +28,7 @@ from openenv_mcp.spaces import (
     space_to_json,
     value_schema,
 )
+from openenv_mcp.testing import values_equal
 
 SPACES: list[spaces.Space[Any]] = [
     spaces.Discrete(4, start=2),
@@ -62,24 +63,6 @@ SPACES: list[spaces.Space[Any]] = [
 IDS = [f"{i}-{type(s).__name__}" for i, s in enumerate(SPACES)]
 
 
-def same(a: Any, b: Any) -> bool:
-    """Equal values of a space: structure, numbers and array dtypes alike."""
-    if isinstance(a, spaces.GraphInstance):
-        return (
-            isinstance(b, spaces.GraphInstance)
-            and same(a.nodes, b.nodes)
-            and same(a.edges, b.edges)
-            and same(a.edge_links, b.edge_links)
-        )
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (tuple, list)):
-        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(map(same, a, b))
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
-    return bool(a == b)
-
-
 @pytest.mark.parametrize("space", SPACES, ids=IDS)
 def test_the_space_itself_round_trips_through_strict_json(space: spaces.Space[Any]) -> None:
     text = json.dumps(space_to_json(space), allow_nan=False)  # standard JSON: no Infinity
@@ -97,7 +80,7 @@ def test_samples_survive_encode_and_decode(space: spaces.Space[Any], arrays: str
         for check in (True, False):
             back = decode(space, wire, check=check)
             assert space.contains(back), (value, wire, back)
-            assert same(back, value)
+            assert values_equal(back, value)
 
 
 @pytest.mark.parametrize("space", SPACES, ids=IDS)

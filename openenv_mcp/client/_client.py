@@ -6,17 +6,11 @@ The convenience most code wants, with the faces built on top of it: ``sync()``
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from openenv_mcp.client._gym import MCPGymEnv
-from openenv_mcp.client._session import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_TIMEOUT,
-    Episode,
-    ServerLog,
-    Session,
-    Target,
-)
+from openenv_mcp.client._session import Episode, Session, SessionOptions, Target
 from openenv_mcp.client._sync import SyncEnvClient
-from openenv_mcp.codecs import ClientFrames
 
 __all__ = ["MCPEnvClient"]
 
@@ -38,28 +32,8 @@ class MCPEnvClient(Episode):
     :class:`Session`'s.
     """
 
-    def __init__(
-        self,
-        target: Target,
-        *,
-        frames: ClientFrames = "zstd",
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        check_results: bool = False,
-        server_log: ServerLog | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(
-            Session(
-                target,
-                frames=frames,
-                timeout=timeout,
-                connect_timeout=connect_timeout,
-                check_results=check_results,
-                server_log=server_log,
-                headers=headers,
-            )
-        )
+    def __init__(self, target: Target, **options: Unpack[SessionOptions]) -> None:
+        super().__init__(Session(target, **options))
 
     async def __aenter__(self) -> MCPEnvClient:
         return await self.connect()

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypedDict, Unpack
 
 import anyio
 import numpy as np
@@ -66,6 +66,7 @@ __all__ = [
     "Episode",
     "ServerLog",
     "Session",
+    "SessionOptions",
     "Target",
     "ToolAnswer",
     "Transition",
@@ -250,6 +251,17 @@ def wire_action(action: Any) -> Any:
 # -- the session ------------------------------------------------------------------------------
 
 
+class SessionOptions(TypedDict, total=False):
+    """The options of a :class:`Session` (and so of ``MCPEnvClient``), by keyword."""
+
+    frames: ClientFrames
+    timeout: float
+    connect_timeout: float
+    check_results: bool
+    server_log: ServerLog | None
+    headers: dict[str, str] | None
+
+
 class Session:
     """One MCP connection to an openenv-mcp server, shared by the episodes opened on it.
 
@@ -282,36 +294,36 @@ class Session:
         ArgumentError: for a target of the wrong type or a bad option.
     """
 
-    def __init__(
-        self,
-        target: Target,
-        *,
-        frames: ClientFrames = "zstd",
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        check_results: bool = False,
-        server_log: ServerLog | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        check_frames(frames, CLIENT_FRAMES)
+    def __init__(self, target: Target, **options: Unpack[SessionOptions]) -> None:
+        known = SessionOptions.__optional_keys__
+        for name in options:
+            if name not in known:
+                raise ArgumentError(
+                    f"unknown option {name!r}.{did_you_mean(name, known)} "
+                    f"Options: {', '.join(sorted(known))}"
+                )
+        frames = check_frames(options.get("frames", "zstd"), CLIENT_FRAMES)
+        timeout = options.get("timeout", DEFAULT_TIMEOUT)
+        connect_timeout = options.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
         if timeout <= 0 or connect_timeout <= 0:
             raise ArgumentError(
                 "timeouts must be positive, got "
                 f"timeout={timeout} connect_timeout={connect_timeout}"
             )
-        self._options: dict[str, Any] = {
-            "frames": frames,
-            "timeout": timeout,
-            "connect_timeout": connect_timeout,
-            "check_results": check_results,
-            "server_log": server_log,
-            "headers": headers,
-        }
+        server_log = options.get("server_log")
+        self._options = SessionOptions(
+            frames=frames,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            check_results=options.get("check_results", False),
+            server_log=server_log,
+            headers=options.get("headers"),
+        )
         self.target = target
         self.frames: ClientFrames = frames
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self.check_results = check_results
+        self.check_results = self._options["check_results"]
         self.description = describe_target(target)
         if isinstance(server_log, (str, os.PathLike)):
             server_log = Path(server_log)
@@ -322,7 +334,10 @@ class Session:
             server_log = self._log_capture
         self._server_log = server_log
         self._transport = transport_for(
-            target, server_log=server_log, headers=headers, connect_timeout=connect_timeout
+            target,
+            server_log=server_log,
+            headers=self._options["headers"],
+            connect_timeout=connect_timeout,
         )
         self._spec: ServerSpec | None = None
         self.tools: dict[str, dict[str, Any]] = {}
@@ -331,9 +346,9 @@ class Session:
         self._closed = False
 
     @property
-    def options(self) -> dict[str, Any]:
+    def options(self) -> SessionOptions:
         """The options this session was made with (to make another like it)."""
-        return dict(self._options)
+        return SessionOptions(**self._options)
 
     @property
     def transport(self) -> Transport:

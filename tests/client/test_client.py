@@ -318,7 +318,9 @@ async def test_a_session_hands_out_episodes_and_steps_them_together() -> None:
 
 async def test_png_frames_need_frame_observations() -> None:
     with pytest.raises(ArgumentError, match="frames"):
-        MCPEnvClient(memory_server("echo"), frames="jpeg")  # type: ignore[arg-type]
+        MCPEnvClient(memory_server("echo"), frames="jpeg")  # type: ignore[typeddict-item]
+    with pytest.raises(ArgumentError, match=r"unknown option 'frame'\. Did you mean 'frames'"):
+        MCPEnvClient(memory_server("echo"), frame="png")  # type: ignore[call-arg]
     async with MCPEnvClient(memory_server("echo"), frames="png") as env:
         # text observations travel inline whatever the frames setting
         assert (await env.reset(options={"greeting": "x"}))[0] == "x"

@@ -14,6 +14,7 @@ from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, InvalidAct
 from openenv_mcp.registry import env_names, get_env_class
 from openenv_mcp.server import build_server
 from openenv_mcp.spaces import JsonSpace
+from openenv_mcp.testing import values_equal
 from tests import dict_env
 from tests.servers import TRANSPORTS, memory_server, serve_target, stdio_command
 
@@ -120,18 +121,6 @@ def test_adapter_faces_of_the_client() -> None:
         env.step("after close")
 
 
-def same(a: Any, b: Any) -> bool:
-    """Equal values of a space, alike in structure and dtype (a Discrete value may be
-    a Python int on one side and numpy's on the other: JSON cannot tell them apart)."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, tuple):
-        return isinstance(b, tuple) and len(a) == len(b) and all(map(same, a, b))
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
-    return bool(a == b)
-
-
 #: Action and observation spaces the client once could not rebuild (issue 13): Box
 #: actions, a Tuple observation, Dict observations and actions.
 STRUCTURED = [
@@ -160,11 +149,11 @@ def test_continuous_and_structured_spaces_pass_check_env(env_id: str, transport:
                 obs, _ = env.reset(seed=3)
                 expected, _ = raw.reset(seed=3)
                 assert env.observation_space.contains(obs)
-                assert same(obs, expected)
+                assert values_equal(obs, expected)
                 env.action_space.seed(0)
                 action = env.action_space.sample()
                 got, want = env.step(action), raw.step(action)
-                assert same(got[0], want[0])
+                assert values_equal(got[0], want[0])
                 assert got[1:3] == want[1:3]
             finally:
                 env.close()
