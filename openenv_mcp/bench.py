@@ -31,6 +31,7 @@ import gc
 import math
 import os
 import platform
+import signal
 import socket
 import statistics
 import subprocess
@@ -827,6 +828,8 @@ class StartupResult(_Report):
     import_modules: dict[str, int]
     stdio_initialize_s: float
     stdio_first_reset_s: float
+    #: Idle server: from the stop (stdin closed, SIGINT, SIGTERM) to the process gone.
+    stdio_exit_s: dict[str, float]
     worker_ready_s: float
     worker_first_env_s: float
     stdio_initialize_s_repeats: list[float]
@@ -845,6 +848,10 @@ class StartupResult(_Report):
         lines += [
             f"  stdio: spawn -> initialize answered   {self.stdio_initialize_s:7.3f}",
             f"  stdio: spawn -> first reset answered  {self.stdio_first_reset_s:7.3f}",
+            *(
+                f"  stdio: {how + ' -> exited':<30} {took:7.3f}"
+                for how, took in self.stdio_exit_s.items()
+            ),
             f"  worker: spawn -> ready                {self.worker_ready_s:7.3f}",
             f"  worker: spawn -> first env made       {self.worker_first_env_s:7.3f}",
         ]
@@ -861,8 +868,13 @@ def _timed_python(code: str) -> tuple[float, int]:
     return time.perf_counter() - began, int(done.stdout.split()[-1])
 
 
-def _stdio_start(config: BenchConfig) -> tuple[float, float]:
-    """Seconds from spawning ``serve ENV --stdio`` to its initialize answer, and to a reset's."""
+#: How ``--startup`` stops an idle stdio server: as a harness would.
+STOPS = ("stdin closed", "SIGINT", "SIGTERM")
+
+
+def _stdio_start(config: BenchConfig, stop: str) -> tuple[float, float, float]:
+    """Seconds from spawning ``serve ENV --stdio`` to its initialize answer and to a
+    reset's, and from ``stop`` (one of :data:`STOPS`) to its exit."""
     import json
 
     command = _serve_command(config.env, "stdio", config.env_args)
@@ -883,7 +895,14 @@ def _stdio_start(config: BenchConfig) -> tuple[float, float]:
         proc.stdin.flush()
         if b'"result"' not in proc.stdout.readline():
             raise ServerDied(f"{' '.join(command)} did not answer reset")
-        return initialized, time.perf_counter() - began
+        first_reset = time.perf_counter() - began
+        stopped = time.perf_counter()
+        if stop == "stdin closed":
+            proc.stdin.close()
+        else:
+            proc.send_signal(getattr(signal, stop))
+        proc.wait(_STOP_TIMEOUT)
+        return initialized, first_reset, time.perf_counter() - stopped
     finally:
         _stop(proc)
 
@@ -917,8 +936,9 @@ async def _startup(config: BenchConfig, progress: Progress) -> StartupResult:
         imports[what] = _median([t for t, _ in runs]) - _median(python)
         modules[what] = runs[-1][1]
         progress(f"{what}: {imports[what]:+.3f} s ({modules[what]} modules)")
-    stdio = [_stdio_start(config) for _ in range(repeats)]
+    stdio = [_stdio_start(config, stop) for _ in range(repeats) for stop in STOPS]
     progress(f"stdio start: {_median([s[0] for s in stdio]):.3f} s to initialize")
+    exits = {stop: _median([s[2] for s in stdio[i :: len(STOPS)]]) for i, stop in enumerate(STOPS)}
     workers = [await _worker_start(env_cls, env_config) for _ in range(repeats)]
     progress(f"worker start: {_median([w[0] for w in workers]):.3f} s to ready")
     return StartupResult(
@@ -930,6 +950,7 @@ async def _startup(config: BenchConfig, progress: Progress) -> StartupResult:
         import_modules=modules,
         stdio_initialize_s=_median([s[0] for s in stdio]),
         stdio_first_reset_s=_median([s[1] for s in stdio]),
+        stdio_exit_s=exits,
         worker_ready_s=_median([w[0] for w in workers]),
         worker_first_env_s=_median([w[1] for w in workers]),
         stdio_initialize_s_repeats=[s[0] for s in stdio],

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sys
+import threading
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
@@ -34,6 +36,8 @@ app = typer.Typer(
 )
 
 _EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
+#: Set once ``serve`` has shut its server down (every episode closed, replies written).
+_SERVED = threading.Event()
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -95,7 +99,13 @@ def serve(
             help="Require 'Authorization: Bearer TOKEN' over HTTP (mandatory off loopback).",
         ),
     ] = None,
-    log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "INFO",
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            help="Log level (logs go to stderr). Default: WARNING over stdio (a harness may "
+            "show any stderr line as an error), INFO over HTTP."
+        ),
+    ] = None,
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
@@ -105,9 +115,8 @@ def serve(
 
     if stdio and http:
         raise _fail("choose one transport: --stdio or --http")
-    logging.basicConfig(
-        stream=sys.stderr, level=log_level.upper(), format="%(asctime)s %(name)s: %(message)s"
-    )
+    level = (log_level or ("INFO" if http else "WARNING")).upper()
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s: %(message)s")
     env_cls = _load(env)
     try:
         options, settings_options = parse_cli_options(
@@ -127,6 +136,7 @@ def serve(
         anyio.run(
             lambda: run_server(server, transport, host=host, port=port, auth_token=auth_token)
         )
+    _SERVED.set()
 
 
 @app.command("list")
@@ -298,8 +308,24 @@ def bench(
 
 
 def main() -> None:
-    """Console entry point."""
-    app()
+    """Console entry point.
+
+    After ``serve`` has closed every episode and written every reply, the process
+    ends at once: finalizing the interpreter (tearing down FastMCP, pydantic, numpy
+    and the emulator's modules) takes a quarter of a second that a harness
+    stopping its server would wait for, and there is nothing left for it to do.
+    """
+    try:
+        app()
+    except SystemExit as exc:
+        if not _SERVED.is_set():
+            raise
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -232,6 +232,7 @@ def test_startup_times_imports_stdio_and_a_worker() -> None:
     ):
         assert isinstance(data[name], float) and data[name] > 0
     assert data["stdio_first_reset_s"] >= data["stdio_initialize_s"]
+    assert set(data["stdio_exit_s"]) == {"stdin closed", "SIGINT", "SIGTERM"}
     assert data["worker_first_env_s"] >= data["worker_ready_s"]
     table = runner.invoke(app, ["bench", "echo", "--startup", "--repeats", "1"])
     assert "stdio: spawn -> initialize answered" in table.stdout
