@@ -105,10 +105,16 @@ def array_form(frames: Frames) -> ArrayForm | None:
     return None
 
 
-def encode_png(frame: np.ndarray) -> bytes:
-    """Encode an ``HxW`` (grayscale) or ``HxWx3`` (RGB) uint8 array as PNG."""
+def encode_png(frame: np.ndarray, scale: int = 1) -> bytes:
+    """Encode an ``HxW`` (grayscale) or ``HxWx3`` (RGB) uint8 array as PNG.
+
+    With ``scale`` > 1 each pixel becomes a ``scale`` x ``scale`` block (nearest
+    neighbour): a 160x210 Atari screen at 3 is 480x630, legible to a model.
+    """
     if frame.dtype != np.uint8 or frame.ndim not in (2, 3):
         raise ValueError(f"expected an HxW or HxWx3 uint8 frame, got {frame.dtype} {frame.shape}")
+    if scale > 1:
+        frame = np.repeat(np.repeat(frame, scale, axis=0), scale, axis=1)
     from PIL import Image  # only where frames are drawn
 
     buffer = io.BytesIO()

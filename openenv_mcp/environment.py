@@ -392,6 +392,24 @@ class Environment(ABC, Generic[ConfigT]):
         """JSON-able fields describing the current state (beyond the observation)."""
         return {}
 
+    def instructions(self) -> str:
+        """What a model needs to play: what this is, the goal, how to act.
+
+        Served as the MCP server's instructions, the ``play`` prompt and the
+        ``openenv://ENV/rules`` resource. The default is :attr:`description`.
+        """
+        return self.description
+
+    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
+        """What happened in a step, in words for a model, beyond what the server tells
+        itself (rewards, ``info["lives"]`` going down, the episode's end).
+
+        Args:
+            info_before: the info of the step (or reset) before this one.
+            result: this step's result.
+        """
+        return []
+
     def observation_text(self, observation: Any) -> str | None:
         """The observation in words, for the one-line text a model reads.
 

@@ -116,6 +116,8 @@ class JsonSpace(spaces.Space[Any]):
 
 
 _ARRAY_SPACES = (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
+#: Every JSON type, one anyOf branch each (a schema that names no type is refused by some clients).
+_JSON_TYPES = ("object", "array", "string", "number", "boolean", "null")
 
 
 def is_array_space(space: spaces.Space[Any]) -> bool:
@@ -398,14 +400,17 @@ def value_schema(space: spaces.Space[Any], *, raw: bool = False) -> dict[str, An
         return {
             "type": "object",
             "properties": {
-                "nodes": {"type": ["array", "object"]},
-                "edges": {"type": ["array", "null"]},
+                "nodes": {"anyOf": [{"type": "array"}, {"type": "object"}]},
+                "edges": {"anyOf": [{"type": "array"}, {"type": "null"}]},
                 "edge_links": {"type": "array", "items": {"type": "array"}},
             },
             "required": ["nodes", "edge_links"],
         }
     description = space.description if isinstance(space, JsonSpace) else f"A value of {space}."
-    return {"description": description or "Any JSON value."}
+    return {
+        "anyOf": [{"type": t} for t in _JSON_TYPES],
+        "description": description or "Any JSON value.",
+    }
 
 
 def _space_text(space: spaces.Space[Any]) -> str:

@@ -76,16 +76,21 @@ class AtariEnv(Environment[AtariConfig]):
         }
 
     def reset_options_schema(self) -> dict[str, Any]:
+        # Ranges and the values in words, not integer enums: some clients' schema
+        # subsets refuse those. reset checks the value against the game's own list.
+        modes, levels = self.emu.available_modes, self.emu.available_difficulties
         return {
             "mode": {
                 "type": "integer",
-                "enum": list(self.emu.available_modes),
-                "description": "Game mode from this episode on.",
+                "minimum": min(modes),
+                "maximum": max(modes),
+                "description": f"Game mode from this episode on; one of {list(modes)}.",
             },
             "difficulty": {
                 "type": "integer",
-                "enum": list(self.emu.available_difficulties),
-                "description": "Difficulty from this episode on.",
+                "minimum": min(levels),
+                "maximum": max(levels),
+                "description": f"Difficulty from this episode on; one of {list(levels)}.",
             },
         }
 

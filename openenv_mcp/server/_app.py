@@ -42,6 +42,10 @@ class EnvApp:
         if problems:
             self.prototype.close()
             raise ArgumentError(f"{env_cls.__name__} breaks the contract: " + "; ".join(problems))
+        # Agents get frames they can read; trainers the env's own, pixel for pixel.
+        scale = settings.frame_scale
+        if scale is None and settings.profile == "full":
+            scale = 1
         runtime: Runtime
         if settings.workers:
             from openenv_mcp.server._workers import WorkerRuntime
@@ -52,13 +56,17 @@ class EnvApp:
                 settings.workers,
                 call_timeout=settings.call_timeout,
                 start_timeout=settings.worker_start_timeout,
+                frame_scale=scale,
             )
         else:
             threads = (
                 not env_cls.run_inline if settings.env_threads is None else settings.env_threads
             )
             runtime = LocalRuntime(
-                lambda: env_cls(config), threads=threads, call_timeout=settings.call_timeout
+                lambda: env_cls(config),
+                threads=threads,
+                call_timeout=settings.call_timeout,
+                frame_scale=scale,
             )
         self.runtime = runtime
         self.table = EpisodeTable(runtime, settings)
@@ -90,6 +98,24 @@ class EnvApp:
         return DirectCalls(
             self.tools, {"name": server.name, "version": str(server.version)}, transport
         )
+
+    def instructions(self) -> str:
+        """The server's instructions: the environment's own words for a model, then how
+        to drive it through this server's tools."""
+        if self.settings.profile == "agent":
+            how = (
+                "Call reset to start (it returns the first frame and what to do), then step "
+                "with an action by name; repeat holds it for several steps. Every answer is "
+                "the new frame and a summary: reward, return, lives, what happened. When "
+                "the episode is over, reset starts another."
+            )
+        else:
+            how = (
+                "Call reset to start an episode (it returns an episode_id and the first "
+                "observation), then step with an action, or call an action tool directly. "
+                "Episodes end with terminated or truncated; reset to play again."
+            )
+        return f"{self.prototype.instructions().strip()}\n\n{how}"
 
     def spec(self) -> dict[str, Any]:
         """Everything static a client needs, before any episode: the ``spec`` resource."""
@@ -128,6 +154,29 @@ class EnvApp:
         )
         def spec_resource() -> str:
             return spec
+
+        rules = self.instructions()
+
+        @server.resource(
+            f"openenv://{name}/rules",
+            name=f"{name}-rules",
+            description=f"How to play {self.prototype.title}: the goal, the actions, the rules.",
+            mime_type="text/markdown",
+        )
+        def rules_resource() -> str:
+            return rules
+
+        title = self.prototype.title
+
+        @server.prompt(
+            "play",
+            description=f"Play {title}: the rules, then start a game.",
+        )
+        def play() -> str:
+            return (
+                f"Play {title} with this server's tools, as well as you can.\n\n{rules}\n\n"
+                "Start now: call reset, look at the frame, then choose your actions."
+            )
 
         metadata = json.dumps(self.prototype.metadata())
 

@@ -53,12 +53,7 @@ def build_server(
     app = EnvApp(env_cls, config, settings or ServerSettings())
     server = FastMCP(
         name=f"openenv-{env_cls.name}",
-        instructions=(
-            f"{env_cls.description} Call reset to start an episode (it returns an "
-            "episode_id and the first observation), then step with an action, or call an "
-            "action tool directly. Episodes end with terminated or truncated; reset to play "
-            "again."
-        ),
+        instructions=app.instructions(),
         version=__version__,
         mask_error_details=True,
     )

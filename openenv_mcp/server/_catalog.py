@@ -31,12 +31,14 @@ from openenv_mcp.errors import ArgumentError, OpenEnvError, UnknownTool, did_you
 from openenv_mcp.options import format_validation_error
 from openenv_mcp.server._handlers import Handlers, direct_transport
 from openenv_mcp.server._results import Reply, episode_output_schema, error_result
+from openenv_mcp.server._runner import MAX_REPEAT
 from openenv_mcp.server._settings import ServerSettings
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
 __all__ = [
+    "AGENT_TOOL_LIMIT",
     "MAX_BATCH",
     "DirectCalls",
     "ModelTool",
@@ -49,6 +51,8 @@ __all__ = [
 log = logging.getLogger("openenv_mcp.server")
 
 MAX_BATCH = 1024
+#: Most tools the agent profile lists (Cursor caps the tools of all servers near 40).
+AGENT_TOOL_LIMIT = 12
 
 Handler = Callable[[Any], Awaitable[Reply]]
 
@@ -105,8 +109,21 @@ class SnapshotResetArgs(ResetArgs):
     ] = None
 
 
+Repeat = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_REPEAT,
+        description=f"Hold the action for this many steps (1..{MAX_REPEAT}; it stops early "
+        "where the episode ends). The answer has the last frame, the summed reward and "
+        "every event on the way.",
+    ),
+]
+
+
 class StepArgs(_Args):
     action: Any = Field(description="The action.")
+    repeat: Repeat = 1
     episode_id: EpisodeId = None
     frames: FramesArg = None
 
@@ -117,6 +134,34 @@ class EpisodeArgs(_Args):
 
 class ViewArgs(EpisodeArgs):
     frames: FramesArg = None
+
+
+class ActionArgs(ViewArgs):
+    repeat: Repeat = 1
+
+
+# The agent profile's arguments: no trainer options (frames, new episodes, snapshots).
+
+
+class AgentResetArgs(_Args):
+    seed: Annotated[
+        int | None,
+        Field(ge=0, le=2**31 - 1, description="Seed to replay a game exactly (0..2^31-1)."),
+    ] = None
+    options: Annotated[
+        dict[str, Any] | None, Field(description="Per-episode options of this environment.")
+    ] = None
+    episode_id: EpisodeId = None
+
+
+class AgentStepArgs(_Args):
+    action: Any = Field(description="The action.")
+    repeat: Repeat = 1
+    episode_id: EpisodeId = None
+
+
+class AgentActionArgs(EpisodeArgs):
+    repeat: Repeat = 1
 
 
 class BatchItem(_Args):
@@ -143,6 +188,29 @@ def _env_tool_args(tool: EnvTool) -> type[BaseModel]:
         return base
     model: type[BaseModel] = type(f"{tool.params.__name__}Args", (tool.params, base), {})
     return model
+
+
+def _batch_steps_schema(env: Environment[Any]) -> dict[str, Any]:
+    """``steps`` of step_batch, inline (no ``$ref``), each action typed as step's is."""
+    return {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_BATCH,
+        "description": "One step per episode.",
+        "items": {
+            "type": "object",
+            "properties": {
+                "episode_id": {
+                    "type": "string",
+                    "maxLength": 128,
+                    "description": "An episode handle.",
+                },
+                "action": env.action_schema(),
+            },
+            "required": ["episode_id", "action"],
+            "additionalProperties": False,
+        },
+    }
 
 
 def _batch_output_schema(item: dict[str, Any]) -> dict[str, Any]:
@@ -186,11 +254,13 @@ class ModelTool(Tool):
         parameters.pop("title", None)
         for prop, schema in (schema_patch or {}).items():
             parameters["properties"][prop] = schema
+        if "$defs" in parameters and '"$ref"' not in json.dumps(parameters["properties"]):
+            del parameters["$defs"]  # what they defined was patched over
         return cls(
             name=name,
             description=description,
-            parameters=parameters,
-            output_schema=output_schema,
+            parameters=portable(parameters),
+            output_schema=None if output_schema is None else portable(output_schema),
             annotations=mcp_types.ToolAnnotations(read_only_hint=read_only, open_world_hint=False),
             args_model=args_model,
             handler=handler,
@@ -217,18 +287,23 @@ class ModelTool(Tool):
             return error_result(OpenEnvError(f"internal error in {self.name}; see the server log"))
 
 
-def build_tools(
-    env: Environment[Any], handlers: Handlers, settings: ServerSettings
-) -> list[ModelTool]:
-    """Every tool a server of ``env`` (its prototype) lists."""
-    output = episode_output_schema(env)
-    actions = env.action_set
-    action_text = (
-        f" Legal actions: {', '.join(f'{a.id}={a.name}' for a in actions)}."
-        if actions is not None
-        else ""
-    )
-    options_schema = {
+def portable(schema: Any) -> Any:
+    """A schema every client takes: no ``default: null`` (a null default is what an
+    absent optional argument means anyway, and some clients' schema subsets refuse
+    it), and pydantic's titles dropped (noise a model reads)."""
+    if isinstance(schema, dict):
+        return {
+            k: portable(v)
+            for k, v in schema.items()
+            if not (k == "default" and v is None) and not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(schema, list):
+        return [portable(v) for v in schema]
+    return schema
+
+
+def _options_schema(env: Environment[Any]) -> dict[str, Any]:
+    return {
         "anyOf": [
             {
                 "type": "object",
@@ -239,6 +314,122 @@ def build_tools(
         ],
         "description": "Per-episode options of this environment.",
     }
+
+
+def _action_text(env: Environment[Any]) -> str:
+    actions = env.action_set
+    if actions is None:
+        return ""
+    named = ", ".join(
+        f"{a.id}={a.name}" + (f" ({a.meaning})" if a.meaning else "") for a in actions
+    )
+    return f" Legal actions: {named}."
+
+
+def build_tools(
+    env: Environment[Any], handlers: Handlers, settings: ServerSettings
+) -> list[ModelTool]:
+    """Every tool a server of ``env`` (its prototype) lists, for its profile."""
+    if settings.profile == "agent":
+        return _agent_tools(env, handlers, settings)
+    return _full_tools(env, handlers, settings)
+
+
+def _agent_tools(
+    env: Environment[Any], handlers: Handlers, settings: ServerSettings
+) -> list[ModelTool]:
+    """The agent profile: what a model playing needs, every result as text and image."""
+    action_text = _action_text(env)
+    tools = [
+        ModelTool.build(
+            "reset",
+            f"Start a new game of {env.title}: returns the first frame and what to do. Pass "
+            "seed to replay a game exactly." + action_text,
+            AgentResetArgs,
+            handlers.reset,
+            None,
+            schema_patch={"options": _options_schema(env)},
+        ),
+        ModelTool.build(
+            "step",
+            f"Take an action in {env.title} (held for repeat steps); returns the new frame, "
+            "the reward, and what happened." + action_text,
+            AgentStepArgs,
+            lambda a: handlers.step(a.episode_id, a.action, None, a.repeat),
+            None,
+            schema_patch={"action": env.action_schema()},
+        ),
+        ModelTool.build(
+            "state",
+            "Look at the game without acting: the current frame, step, return and status.",
+            EpisodeArgs,
+            handlers.state,
+            None,
+            read_only=True,
+        ),
+    ]
+    tools += _env_tools(env, handlers, {t.name for t in tools})
+    actions = env.action_set
+    if (
+        actions is not None
+        and settings.action_tools
+        and type(env).action_tools
+        and len(tools) + actions.n <= AGENT_TOOL_LIMIT
+    ):
+        tools += _per_action_tools(env, handlers, {t.name for t in tools}, None, AgentActionArgs)
+    return tools
+
+
+def _env_tools(env: Environment[Any], handlers: Handlers, taken: set[str]) -> list[ModelTool]:
+    return [
+        ModelTool.build(
+            tool.name,
+            tool.description,
+            _env_tool_args(tool),
+            handlers.env_tool(tool),
+            None,
+            read_only=tool.read_only,
+        )
+        for tool in env.tools()
+        if tool.name not in taken
+    ]
+
+
+def _per_action_tools(
+    env: Environment[Any],
+    handlers: Handlers,
+    taken: set[str],
+    output: dict[str, Any] | None,
+    args_model: type[BaseModel],
+) -> list[ModelTool]:
+    actions = env.action_set
+    assert actions is not None
+    tools = []
+    for action in actions:
+        name = actions.tool_name(action)
+        if name in taken:
+            name = f"act_{name}"
+        meaning = f": {action.meaning}" if action.meaning else ""
+        tools.append(
+            ModelTool.build(
+                name,
+                f"Take action {action.id} {action.name}{meaning}.",
+                args_model,
+                _action_handler(handlers, action.id),
+                output,
+            )
+        )
+    return tools
+
+
+def _full_tools(
+    env: Environment[Any], handlers: Handlers, settings: ServerSettings
+) -> list[ModelTool]:
+    """The full profile: everything, for trainers and for people inspecting."""
+    output = episode_output_schema(env)
+    actions = env.action_set
+    action_text = _action_text(env)
+    options_schema = _options_schema(env)
     snapshots = type(env).supports_snapshots
     tools = [
         ModelTool.build(
@@ -255,10 +446,10 @@ def build_tools(
         ),
         ModelTool.build(
             "step",
-            f"Take one action in an episode of {env.title}; returns the observation, "
-            "reward, terminated and truncated." + action_text,
+            f"Take one action in an episode of {env.title} (held for repeat steps); returns "
+            "the observation, reward, terminated and truncated." + action_text,
             StepArgs,
-            lambda a: handlers.step(a.episode_id, a.action, a.frames),
+            lambda a: handlers.step(a.episode_id, a.action, a.frames, a.repeat),
             output,
             schema_patch={"action": env.action_schema()},
         ),
@@ -270,6 +461,7 @@ def build_tools(
             StepBatchArgs,
             handlers.step_batch,
             _batch_output_schema(output),
+            schema_patch={"steps": _batch_steps_schema(env)},
         ),
         ModelTool.build(
             "state",
@@ -306,39 +498,16 @@ def build_tools(
                 None,
             ),
         ]
-    names = {t.name for t in tools}
-    for env_tool in env.tools():
-        tools.append(
-            ModelTool.build(
-                env_tool.name,
-                env_tool.description,
-                _env_tool_args(env_tool),
-                handlers.env_tool(env_tool),
-                None,
-                read_only=env_tool.read_only,
-            )
-        )
-        names.add(env_tool.name)
+    tools += _env_tools(env, handlers, {t.name for t in tools})
     if actions is not None and settings.action_tools and type(env).action_tools:
-        for action in actions:
-            name = actions.tool_name(action)
-            if name in names:
-                name = f"act_{name}"
-            meaning = f": {action.meaning}" if action.meaning else ""
-            tools.append(
-                ModelTool.build(
-                    name,
-                    f"Step the episode with action {action.id} {action.name}{meaning}.",
-                    ViewArgs,
-                    _action_handler(handlers, action.id),
-                    output,
-                )
-            )
+        tools += _per_action_tools(env, handlers, {t.name for t in tools}, output, ActionArgs)
     return tools
 
 
 def _action_handler(handlers: Handlers, action_id: int) -> Handler:
-    return lambda args: handlers.step(args.episode_id, action_id, args.frames)
+    return lambda args: handlers.step(
+        args.episode_id, action_id, getattr(args, "frames", None), args.repeat
+    )
 
 
 class UnknownToolErrors(Middleware):

@@ -51,9 +51,17 @@ class Handlers:
         self.table = table
         self.settings = settings
         self.prototype = prototype
+        #: The agent profile answers with text and image only: some harnesses drop
+        #: the image of a result that has structuredContent (see the README).
+        self.agent = settings.profile == "agent"
 
     def _frames(self, frames: Frames | None) -> Frames:
+        if self.agent:
+            return "png"
         return frames or self.settings.default_frames
+
+    def _reply(self, outcome: Any) -> Reply:
+        return outcome_reply(outcome, structured=not self.agent)
 
     async def reset(self, args: Any) -> Reply:
         """Start (or restart) an episode; mint its handle."""
@@ -66,8 +74,9 @@ class Handlers:
         table = self.table
         snapshot = table.get_snapshot(from_snapshot) if from_snapshot else None
         shared = _shared()
-        episode, created = await table.for_reset(args.episode_id, args.new_episode, shared)
-        frames = self._frames(args.frames)
+        new = getattr(args, "new_episode", False)
+        episode, created = await table.for_reset(args.episode_id, new, shared)
+        frames = self._frames(getattr(args, "frames", None))
         try:
             async with table.locked(episode.id, shared):
                 if episode.broken:
@@ -80,15 +89,16 @@ class Handlers:
             if created:
                 await table.close(episode.id)
             raise
-        return outcome_reply(outcome)
+        return self._reply(outcome)
 
-    async def step(self, episode_id: str | None, action: Any, frames: Frames | None) -> Reply:
-        """Advance an episode by one action."""
+    async def step(
+        self, episode_id: str | None, action: Any, frames: Frames | None, repeat: int = 1
+    ) -> Reply:
+        """Advance an episode by one action (held for ``repeat`` steps)."""
         async with self.table.locked(episode_id, _shared()) as episode:
             self.table.require_sound(episode)
-            return outcome_reply(
-                await self.table.call(episode, "step", action, self._frames(frames))
-            )
+            outcome = await self.table.call(episode, "step", action, self._frames(frames), repeat)
+            return self._reply(outcome)
 
     async def step_batch(self, args: Any) -> Reply:
         """Step many episodes in one call (one action each), in one runtime hop.
@@ -148,14 +158,16 @@ class Handlers:
         """Describe an episode without changing it (a broken one from what was last sent)."""
         async with self.table.locked(args.episode_id, _shared()) as episode:
             if episode.broken and episode.last_view is not None:
-                view = {**episode.last_view, "status": "broken"}
                 text = (
-                    f"state of episode {episode.id}: broken ({episode.broken}) at step "
-                    f"{view['step']}, return {view['episode_return']:g}; call reset to start over"
+                    f"Episode {episode.id} is broken ({episode.broken}) at step "
+                    f"{episode.last_view['step']}, return "
+                    f"{episode.last_view['episode_return']:g}: call reset to start over."
                 )
-                return Reply([text_block(text)], view)
+                view = {**episode.last_view, "status": "broken", "summary": text, "events": []}
+                return Reply([text_block(text)], None if self.agent else view)
             self.table.require_sound(episode)
-            return outcome_reply(await self.table.call(episode, "state", self._frames(args.frames)))
+            frames = self._frames(getattr(args, "frames", None))
+            return self._reply(await self.table.call(episode, "state", frames))
 
     async def close(self, args: Any) -> Reply:
         """Close an episode and free its environment."""

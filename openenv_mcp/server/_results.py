@@ -96,12 +96,13 @@ def json_reply(data: dict[str, Any]) -> Reply:
     return Reply([text_block(json.dumps(data))], data)
 
 
-def outcome_reply(outcome: Outcome) -> Reply:
-    """The answer of every episode tool: its text line, its frame, its structured view."""
+def outcome_reply(outcome: Outcome, *, structured: bool = True) -> Reply:
+    """The answer of every episode tool: its summary, its frame, and (unless
+    ``structured`` is off) its structured view."""
     content = [text_block(outcome.text)]
     if outcome.png is not None:
         content.append(image_block(outcome.png))
-    return Reply(content, outcome.view)
+    return Reply(content, outcome.view if structured else None)
 
 
 def error_text(exc: OpenEnvError) -> str:
@@ -147,6 +148,23 @@ def episode_output_schema(env: Environment[Any]) -> dict[str, Any]:
             "terminated": {"type": "boolean"},
             "truncated": {"type": "boolean"},
             "observation": _observation_schema(env),
+            "summary": {
+                "type": "string",
+                "description": "What happened, for a model: the step, reward, return, lives, "
+                "events, and what to do next (also the result's text).",
+            },
+            "events": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "What happened this step, in words: a life lost, a point scored "
+                "or conceded, the episode's end.",
+            },
+            "repeated": {"type": "integer", "description": "Steps this call took (repeat)."},
+            "legal_actions": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The action names (on reset).",
+            },
             "info": {
                 "type": "object",
                 "properties": env.info_schema(),
@@ -162,5 +180,7 @@ def episode_output_schema(env: Environment[Any]) -> dict[str, Any]:
             "terminated",
             "truncated",
             "info",
+            "summary",
+            "events",
         ],
     }

@@ -23,18 +23,22 @@ from gymnasium import spaces as gym_spaces
 
 from openenv_mcp.codecs import Frames, array_form, encode_png, to_jsonable
 from openenv_mcp.environment import Environment
-from openenv_mcp.errors import InvalidAction, OpenEnvError, ResetNeeded, UnknownTool
+from openenv_mcp.errors import ArgumentError, InvalidAction, OpenEnvError, ResetNeeded, UnknownTool
 from openenv_mcp.spaces import encode, is_array_space
 
-__all__ = ["EnvRunner", "Outcome", "SavedEpisode", "Status"]
+__all__ = ["MAX_REPEAT", "MIN_FRAME_EDGE", "EnvRunner", "Outcome", "SavedEpisode", "Status"]
 
 log = logging.getLogger("openenv_mcp.server")
 
 Status = Literal["new", "running", "ended"]
-#: Longest observation text quoted in a result's text line.
+#: Longest observation text quoted in a result's summary.
 _TEXT_LIMIT = 300
-#: Most numeric info fields quoted in a result's text line.
-_INFO_FIELDS = 5
+#: Most steps one call may take (``repeat``): at Atari's frameskip 4, about two seconds of play.
+MAX_REPEAT = 32
+#: Frames scaled automatically (``frame_scale=None``) get at least this short edge, in
+#: pixels: vision models read images under 200 px poorly.
+MIN_FRAME_EDGE = 400
+_ACTION_LABEL = 40
 
 
 class Outcome(NamedTuple):
@@ -42,9 +46,10 @@ class Outcome(NamedTuple):
 
     Attributes:
         view: the ``structuredContent``: episode id, status, counters, info,
-            and the observation where the call's frames send it.
+            the summary and events, and the observation where the call's
+            frames send it.
         png: the frame as PNG bytes, where the call asked for one.
-        text: the one-line summary a model reads.
+        text: the summary a model reads (the same as ``view["summary"]``).
     """
 
     view: dict[str, Any]
@@ -73,11 +78,15 @@ class EnvRunner:
     Args:
         env: the environment instance (this runner owns and closes it).
         episode_id: the handle of the episode it serves (named in answers).
+        frame_scale: PNG frames are this many times the environment's (nearest
+            neighbour); ``None``: the least scale that makes the short edge at
+            least :data:`MIN_FRAME_EDGE` pixels, so a model can read them.
     """
 
-    def __init__(self, env: Environment[Any], episode_id: str) -> None:
+    def __init__(self, env: Environment[Any], episode_id: str, frame_scale: int | None = 1) -> None:
         self.env = env
         self.episode_id = episode_id
+        self.frame_scale = frame_scale
         space = env.observation_space
         self._space = space
         self._array_obs = is_array_space(space)
@@ -106,31 +115,60 @@ class EnvRunner:
         self.episode_return = self.reward = 0.0
         self.terminated = self.truncated = False
         self._observe(observation, info)
-        actions = self.env.action_set
-        hint = f"legal actions: {actions.describe()}" if actions is not None else ""
-        return self._outcome("reset", frames, hint)
+        seeded = f", seed {seed}" if seed is not None else ""
+        head = f"New episode of {self.env.title} (episode {self.episode_id}{seeded})"
+        return self._outcome(frames, head, [], reset=True)
 
-    def step(self, action: Any, frames: Frames) -> Outcome:
-        """Parse ``action`` on this episode's environment, step it, and answer."""
+    def step(self, action: Any, frames: Frames, repeat: int = 1) -> Outcome:
+        """Parse ``action`` on this episode's environment, step it (``repeat`` times,
+        stopping where the episode ends), and answer with the last frame, the summed
+        reward and every event on the way."""
         self._require_running("step")
-        parsed = self.env.parse_action(action)
-        self._check_mask(parsed)
-        result = self.env.step(parsed)
-        self.step_count += 1
-        self.reward = float(result.reward)
-        self.episode_return += self.reward
-        self.terminated = bool(result.terminated)
-        self.truncated = bool(result.truncated)
-        self.status = "ended" if (self.terminated or self.truncated) else "running"
-        self._observe(result.observation, result.info)
-        return self._outcome("stepped", frames)
+        if not 1 <= repeat <= MAX_REPEAT:
+            raise ArgumentError(f"repeat must be 1..{MAX_REPEAT}, got {repeat}")
+        events: list[str] = []
+        total = 0.0
+        taken = 0
+        for _ in range(repeat):
+            try:
+                parsed = self.env.parse_action(action)
+                self._check_mask(parsed)
+            except InvalidAction as exc:
+                if not taken:
+                    raise
+                events.append(f"Stopped after {taken} steps: {exc}")
+                break
+            before = self.info
+            result = self.env.step(parsed)
+            taken += 1
+            self.step_count += 1
+            total += float(result.reward)
+            self.terminated = bool(result.terminated)
+            self.truncated = bool(result.truncated)
+            self.status = "ended" if (self.terminated or self.truncated) else "running"
+            self._observe(result.observation, result.info)
+            found = self._events(before, result)
+            events += [f"{e} (step {self.step_count})" for e in found] if repeat > 1 else found
+            if self.status == "ended":
+                break
+        self.reward = total
+        self.episode_return += total
+        label = self._action_label(action) + (f" x{taken}" if taken > 1 else "")
+        head = (
+            f"Step {self.step_count} ({label}): reward {total:+g}, return {self.episode_return:g}"
+        )
+        return self._outcome(frames, head, events, repeated=taken)
 
     def state(self, frames: Frames) -> Outcome:
         """The episode as it is, with the environment's state fields in ``info``."""
         if self.status == "new":
             raise ResetNeeded(f"state before reset: call reset first (episode {self.episode_id})")
         self.info.update(to_jsonable(dict(self.env.state())))
-        return self._outcome("state of", frames)
+        head = (
+            f"Episode {self.episode_id} of {self.env.title} at step {self.step_count}: "
+            f"return {self.episode_return:g}"
+        )
+        return self._outcome(frames, head, [])
 
     def snapshot(self) -> SavedEpisode:
         """The episode's full state, for :meth:`restore` here or in another runner."""
@@ -159,7 +197,11 @@ class EnvRunner:
         self.reward = 0.0
         self.terminated, self.truncated = saved.terminated, saved.truncated
         self.observation, self.info, self.mask = saved.observation, dict(saved.info), saved.mask
-        return self._outcome("reset", frames)
+        head = (
+            f"Episode {self.episode_id} of {self.env.title} continues from a snapshot at step "
+            f"{self.step_count} (return {self.episode_return:g})"
+        )
+        return self._outcome(frames, head, [], reset=True)
 
     def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Run the environment's own episode tool ``name``; a JSON-able answer."""
@@ -211,11 +253,51 @@ class EnvRunner:
             f"action {int(action)} is not legal now (info.action_mask); legal now: {named}"
         )
 
-    def _outcome(self, headline: str, frames: Frames, hint: str = "") -> Outcome:
+    def _events(self, info_before: dict[str, Any], result: Any) -> list[str]:
+        """A step's events, in words: a life lost, the environment's own, the episode's end."""
+        found: list[str] = []
+        lives_before, lives = info_before.get("lives"), self.info.get("lives")
+        if isinstance(lives, int) and isinstance(lives_before, int) and lives < lives_before:
+            lost = lives_before - lives
+            found.append(f"Lost {'a life' if lost == 1 else f'{lost} lives'} ({lives} left)")
+        try:
+            found += [str(e) for e in self.env.step_events(info_before, result)]
+        except Exception:  # events are words for a model: they must never break a step
+            log.exception("%s.step_events failed", type(self.env).__name__)
+        if self.terminated:
+            found.append(f"The episode is over (terminated, step {self.step_count})")
+        elif self.truncated:
+            found.append(f"The episode was cut short (truncated at step {self.step_count})")
+        return found
+
+    def _action_label(self, action: Any) -> str:
+        actions = self.env.action_set
+        if actions is not None:
+            try:
+                return actions.by_id(actions.resolve(action)).name
+            except (InvalidAction, IndexError):
+                pass
+        text = action if isinstance(action, str) else repr(action)
+        return text if len(text) <= _ACTION_LABEL else text[: _ACTION_LABEL - 3] + "..."
+
+    def _outcome(
+        self,
+        frames: Frames,
+        head: str,
+        events: list[str],
+        *,
+        reset: bool = False,
+        repeated: int | None = None,
+    ) -> Outcome:
         png = None
         if self._has_frame and frames in ("png", "both"):
             frame = self.env.render()
-            png = encode_png(frame) if frame is not None else None
+            if frame is not None:
+                scale = self.frame_scale
+                if scale is None:
+                    scale = max(1, -(-MIN_FRAME_EDGE // min(frame.shape[:2])))
+                png = encode_png(frame, scale=scale)
+        summary = self._summary(head, events, reset)
         view: dict[str, Any] = {
             "episode_id": self.episode_id,
             "status": self.status,
@@ -225,7 +307,14 @@ class EnvRunner:
             "terminated": self.terminated,
             "truncated": self.truncated,
             "info": self.info,
+            "summary": summary,
+            "events": events,
         }
+        if repeated is not None:
+            view["repeated"] = repeated
+        actions = self.env.action_set
+        if reset and actions is not None:
+            view["legal_actions"] = actions.names
         if self._array_obs:
             form = array_form(frames)
             if form is not None:
@@ -234,27 +323,29 @@ class EnvRunner:
             view["observation"] = encode(
                 self._space, self.observation, array_form(frames) or "list"
             )
-        return Outcome(view, png, self._text(headline, hint))
+        return Outcome(view, png, summary)
 
-    def _text(self, headline: str, hint: str) -> str:
-        parts = [
-            f"{headline} episode {self.episode_id}: step {self.step_count}, reward "
-            f"{self.reward:g}, return {self.episode_return:g}"
-        ]
-        quoted = 0
-        for key, value in self.info.items():
-            if isinstance(value, (bool, int, float)) and quoted < _INFO_FIELDS:
-                parts.append(f"{key} {value}")
-                quoted += 1
+    def _summary(self, head: str, events: list[str], reset: bool) -> str:
+        """What a model reads: what happened, the state, and what to do next."""
+        lives = self.info.get("lives")
+        if isinstance(lives, int) and not isinstance(lives, bool) and lives > 0:
+            head += f", {lives} {'life' if lives == 1 else 'lives'} left"
+        sentences = [head, *events]
         if self.status == "ended":
             why = "terminated" if self.terminated else "truncated"
-            parts.append(f"episode ended ({why}); call reset to play again")
+            sentences.append(
+                f"Episode over ({why}) after {self.step_count} steps with return "
+                f"{self.episode_return:g}: call reset to play again"
+            )
         words = self._words()
         if words is not None:
             cut = words if len(words) <= _TEXT_LIMIT else words[: _TEXT_LIMIT - 3] + "..."
-            parts.append(f"observation: {cut}")
-        text = "; ".join(parts)
-        return f"{text}\n{hint}" if hint else text
+            sentences.append(f"Observation: {cut}")
+        actions = self.env.action_set
+        if reset and actions is not None:
+            legal = ", ".join(f"{a.name} ({a.meaning})" if a.meaning else a.name for a in actions)
+            sentences.append(f"Legal actions: {legal}")
+        return ". ".join(s.rstrip(".") for s in sentences) + "."
 
     def _words(self) -> str | None:
         try:

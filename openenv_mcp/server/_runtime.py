@@ -112,15 +112,17 @@ class LocalRuntime(Runtime):
         *,
         threads: bool,
         call_timeout: float,
+        frame_scale: int | None = 1,
     ) -> None:
         self._make_env = make_env
         self.threads = threads
         self.call_timeout = call_timeout
+        self.frame_scale = frame_scale
         self._abandoned: list[threading.Event] = []
 
     async def create(self, episode_id: str) -> LocalRef:
         def make() -> EnvRunner:
-            return EnvRunner(self._make_env(), episode_id)
+            return EnvRunner(self._make_env(), episode_id, self.frame_scale)
 
         if not self.threads:
             return LocalRef(make())

@@ -7,11 +7,16 @@ the CLI builds its options from this model, so nothing is said twice.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.codecs import Frames
 
-__all__ = ["ServerSettings"]
+__all__ = ["Profile", "ServerSettings"]
+
+#: Who the server's tools are shaped for (see ``ServerSettings.profile``).
+Profile = Literal["full", "agent"]
 
 
 class ServerSettings(BaseModel):
@@ -19,6 +24,21 @@ class ServerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    profile: Profile = Field(
+        "full",
+        description="full: every tool and frame form (trainers, MCPEnvClient, the "
+        "Inspector). agent: for a model in a harness: reset, step, state, the env's own "
+        "tools and per-action tools while they fit in 12 tools; PNG frames scaled up to be "
+        "legible; results as text and image only, which every harness shows.",
+    )
+    frame_scale: int | None = Field(
+        None,
+        ge=1,
+        le=8,
+        description="Scale PNG frames by this integer (nearest neighbour). Default: 1 for "
+        "the full profile (a trainer's frames are the env's exactly); for the agent "
+        "profile, the least that makes the short edge at least 400 px.",
+    )
     max_episodes: int = Field(
         1024, ge=1, description="Most live episodes at once; reset beyond it is refused."
     )

@@ -54,7 +54,8 @@ log = logging.getLogger("openenv_mcp.server")
 
 _PICKLE = pickle.HIGHEST_PROTOCOL
 _STOP_GRACE = 5.0
-#: The operation that makes a worker create an environment (args: the episode id).
+#: The operation that makes a worker create an environment (args: the episode id and
+#: the frame scale, as :class:`~openenv_mcp.server._runner.EnvRunner` takes them).
 _CREATE = "__create__"
 
 
@@ -342,10 +343,12 @@ class WorkerRuntime(Runtime):
         *,
         call_timeout: float,
         start_timeout: float,
+        frame_scale: int | None = 1,
     ) -> None:
         self.env_cls = env_cls
         self.config = config
         self.call_timeout = call_timeout
+        self.frame_scale = frame_scale
         self.start_timeout = start_timeout
         self._keys = itertools.count()
         self._started = itertools.count()
@@ -364,7 +367,7 @@ class WorkerRuntime(Runtime):
             worker = min(self.workers, key=lambda w: w.environments)
             ref = WorkerRef(worker, next(self._keys))
             worker.environments += 1  # counted at once, so creations meanwhile go elsewhere
-            (outcome,) = await self.run([(ref, _CREATE, (episode_id,))])
+            (outcome,) = await self.run([(ref, _CREATE, (episode_id, self.frame_scale))])
             if outcome is None:
                 return ref
             worker.environments -= 1
