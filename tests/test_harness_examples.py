@@ -101,7 +101,9 @@ async def test_config_command_serves_atari(
             names = {t.name for t in await client.list_tools()}
             assert {"reset", "step", "state", "noop", "fire"} <= names
             reset = await client.call_tool("reset", {"seed": 0})
+            # the agent profile: text and image only, so every harness shows both
             assert [c.type for c in reset.content] == ["text", "image"]
+            assert reset.structured_content is None and "Breakout" in reset.content[0].text
 
 
 def test_configs_are_the_same_server() -> None:
@@ -181,7 +183,8 @@ def test_claude_code_connects_with_the_config_and_the_one_liner(
     entry = json.dumps(filled("claude_code.mcp.json")["mcpServers"]["atari"])
     claude(claude_cli, dev_env, tmp_path, "mcp", "add-json", "--scope", "local", "atari", entry)
     listed = claude(claude_cli, dev_env, tmp_path, "mcp", "list")
-    assert re.search(r"^atari: .*/dev serve atari --stdio --game pong - .*Connected", listed, re.M)
+    command = "/dev serve atari --stdio --profile agent --game breakout"
+    assert re.search(rf"^atari: .*{command} - .*Connected", listed, re.M)
     # the README's one-liner, run from the repository root
     (one_liner,) = readme_commands("claude mcp add ")
     argv = shlex.split(one_liner.replace("$PWD", str(ROOT)))

@@ -55,27 +55,27 @@ UInt8Array: TypeAlias = npt.NDArray[np.uint8]
 #: frames, i.e. 30 minutes of play at 60 Hz (27,000 agent steps at frameskip 4).
 V5_MAX_NUM_FRAMES_PER_EPISODE: Final = 108_000
 
-# One-line meanings for the 18 joystick actions. "Move" is the usual effect; in
-# paddle games (Pong, Breakout, ...) LEFT/RIGHT turn the paddle knob instead.
+# What each of the 18 actions is on the controller. What it does depends on the game
+# (in Pong RIGHT moves the paddle up): atari_env/_games.py says so, per game, where known.
 _ACTION_MEANINGS: Final[dict[str, str]] = {
     "NOOP": "do nothing",
-    "FIRE": "press fire",
-    "UP": "move up",
-    "RIGHT": "move right",
-    "LEFT": "move left",
-    "DOWN": "move down",
-    "UPRIGHT": "move up and right",
-    "UPLEFT": "move up and left",
-    "DOWNRIGHT": "move down and right",
-    "DOWNLEFT": "move down and left",
-    "UPFIRE": "move up and fire",
-    "RIGHTFIRE": "move right and fire",
-    "LEFTFIRE": "move left and fire",
-    "DOWNFIRE": "move down and fire",
-    "UPRIGHTFIRE": "move up and right and fire",
-    "UPLEFTFIRE": "move up and left and fire",
-    "DOWNRIGHTFIRE": "move down and right and fire",
-    "DOWNLEFTFIRE": "move down and left and fire",
+    "FIRE": "press the fire button",
+    "UP": "push the joystick up",
+    "RIGHT": "push the joystick right",
+    "LEFT": "push the joystick left",
+    "DOWN": "push the joystick down",
+    "UPRIGHT": "push the joystick up and right",
+    "UPLEFT": "push the joystick up and left",
+    "DOWNRIGHT": "push the joystick down and right",
+    "DOWNLEFT": "push the joystick down and left",
+    "UPFIRE": "push the joystick up and press fire",
+    "RIGHTFIRE": "push the joystick right and press fire",
+    "LEFTFIRE": "push the joystick left and press fire",
+    "DOWNFIRE": "push the joystick down and press fire",
+    "UPRIGHTFIRE": "push the joystick up and right and press fire",
+    "UPLEFTFIRE": "push the joystick up and left and press fire",
+    "DOWNRIGHTFIRE": "push the joystick down and right and press fire",
+    "DOWNLEFTFIRE": "push the joystick down and left and press fire",
 }
 
 # After a restore, ALE's sticky-action memory is forced by acting this many

@@ -10,6 +10,7 @@ from gymnasium import spaces
 from pydantic import BaseModel
 
 from atari_env._emulator import AtariConfig, AtariEmulator, AtariSnapshot, list_games
+from atari_env._games import GAMES, Game
 from openenv_mcp.environment import (
     Action,
     ActionSet,
@@ -53,8 +54,14 @@ class AtariEnv(Environment[AtariConfig]):
             self.emu = AtariEmulator(config)
         except ValueError as exc:  # mode/difficulty the game lacks
             raise ArgumentError(str(exc)) from None
+        #: What this game is and what its actions do in it, where that is known (and checked).
+        self.game: Game | None = GAMES.get(self.emu.game)
+        known = self.game.actions if self.game is not None else {}
         self._actions = ActionSet(
-            [Action(id=i, name=a.name, meaning=a.meaning) for i, a in enumerate(self.emu.actions)]
+            [
+                Action(id=i, name=a.name, meaning=known.get(a.name, a.meaning))
+                for i, a in enumerate(self.emu.actions)
+            ]
         )
         self.action_set = self._actions
         self.action_space = spaces.Discrete(self._actions.n)
@@ -66,7 +73,63 @@ class AtariEnv(Environment[AtariConfig]):
 
     @property
     def title(self) -> str:
-        return f"Atari {self.emu.game.replace('_', ' ').title()}"
+        name = self.game.title if self.game else self.emu.game.replace("_", " ").title()
+        return f"Atari {name}"
+
+    def instructions(self) -> str:
+        cfg, game = self.config, self.game
+        lines = [f"You are playing {self.title}, an Atari 2600 game (through ale-py)."]
+        if game is not None:
+            lives = f" You start with {game.lives} lives." if game.lives else ""
+            lines += [
+                f"{game.summary}{lives}",
+                f"Scoring: {game.scoring}",
+                f"How to start: {game.start}",
+            ]
+        else:
+            start_lives = self.emu.lives
+            lines += [
+                "Your score is the reward; the frame is the screen."
+                + (f" You start with {start_lives} lives." if start_lives else ""),
+                "The actions are the joystick's directions and its fire button; what each "
+                "does depends on the game: try them and watch the frame. If nothing moves, "
+                "many games wait for FIRE.",
+            ]
+        lines.append("Actions (this game's legal set; step takes the name or the number):")
+        lines += [
+            f"- {a.name} ({a.id}): {a.meaning}" if a.meaning else f"- {a.name} ({a.id})"
+            for a in self._actions
+        ]
+        timing = (
+            f"Each step lasts {cfg.frameskip} frames ({cfg.frameskip / 60:.2f} s of game time)."
+        )
+        if cfg.repeat_action_probability > 0:
+            timing += (
+                f" Sticky actions are on: on every frame there is a "
+                f"{cfg.repeat_action_probability:.0%} chance that the game repeats your previous "
+                "action instead of the new one, so control lags a little."
+            )
+        cap = cfg.max_episode_steps
+        timing += (
+            f" The episode ends at game over, or is cut short after {cap} steps."
+            if cap
+            else " The episode ends at game over, or after 30 minutes of game time."
+        )
+        lines.append(timing)
+        return "\n".join(lines)
+
+    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
+        events: list[str] = []
+        reward, game = float(result.reward), self.game
+        if reward and game is not None and game.points is not None:
+            events.append(game.points[0] if reward > 0 else game.points[1])
+        elif reward:
+            events.append(f"{'Scored' if reward > 0 else 'Lost'} {abs(reward):g} points")
+        lives, before = result.info.get("lives"), info_before.get("lives")
+        lost = isinstance(lives, int) and isinstance(before, int) and lives < before
+        if lost and lives and game is not None and game.after_life_lost:
+            events.append(game.after_life_lost[0].upper() + game.after_life_lost[1:])
+        return events
 
     def info_schema(self) -> dict[str, Any]:
         return {
@@ -110,12 +173,13 @@ class AtariEnv(Environment[AtariConfig]):
             EnvTool(
                 name="legal_actions",
                 description=(
-                    "The legal actions of this game: index, ALE name and what each does. "
-                    "step accepts either the index or the name."
+                    "The legal actions of this game: number, ALE name and what each does in "
+                    "this game. step accepts either the number or the name."
                 ),
                 kind="static",
                 handler=lambda env, _args: {
                     "game": env.emu.game,
+                    "title": env.title,
                     "actions": [
                         {**a.model_dump(), "description": f"{a.name}: {a.meaning}"}
                         for a in env.action_set or ()

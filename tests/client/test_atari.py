@@ -77,7 +77,7 @@ async def test_actions_spaces_and_tools() -> None:
                 assert env.observation_space == reference.observation_space
             finally:
                 reference.close()
-            assert env.actions is not None and env.actions[1].meaning == "press fire"
+            assert env.actions is not None and env.actions[1].meaning == "no effect"  # Pong's FIRE
             legal = await env.call("legal_actions")
             assert [a["name"] for a in legal["actions"]] == env.get_action_meanings()
             obs, _ = await env.reset(seed=0)

@@ -218,13 +218,13 @@ async def test_actions_by_name_index_and_action_tools() -> None:
         names = next(s["enum"] for s in step_schema["anyOf"] if s.get("type") == "string")
         assert names == ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
         assert {"noop", "fire", "right", "left", "right_fire", "left_fire"} <= set(tools)
-        assert "move right and fire" in (tools["right_fire"].description or "")
+        assert "move right and shoot" in (tools["right_fire"].description or "")
         legal = (await call(client, "legal_actions")).structured_content
         assert legal["actions"][4] == {
             "id": 4,
             "name": "RIGHTFIRE",
-            "meaning": "move right and fire",
-            "description": "RIGHTFIRE: move right and fire",
+            "meaning": "move right and shoot",
+            "description": "RIGHTFIRE: move right and shoot",
         }
         await call(client, "reset", seed=1)
         assert (await call(client, "step", action="rightfire")).structured_content["step"] == 1
