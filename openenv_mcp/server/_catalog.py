@@ -115,8 +115,8 @@ Repeat = Annotated[
         ge=1,
         le=MAX_REPEAT,
         description=f"Hold the action for this many steps (1..{MAX_REPEAT}; it stops early "
-        "where the episode ends). The answer has the last frame, the summed reward and "
-        "every event on the way.",
+        "where the episode ends or a life is lost). The answer has the last frame, the "
+        "summed reward and every event on the way.",
     ),
 ]
 

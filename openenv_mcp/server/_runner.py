@@ -72,6 +72,11 @@ class SavedEpisode:
     mask: np.ndarray | None
 
 
+def _lost_a_life(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    lives_before, lives = before.get("lives"), after.get("lives")
+    return isinstance(lives, int) and isinstance(lives_before, int) and lives < lives_before
+
+
 class EnvRunner:
     """An environment and its current episode; every call on one runner is serialized.
 
@@ -149,8 +154,8 @@ class EnvRunner:
             self._observe(result.observation, result.info)
             found = self._events(before, result)
             events += [f"{e} (step {self.step_count})" for e in found] if repeat > 1 else found
-            if self.status == "ended":
-                break
+            if self.status == "ended" or _lost_a_life(before, self.info):
+                break  # a model should look before it goes on
         self.reward = total
         self.episode_return += total
         label = self._action_label(action) + (f" x{taken}" if taken > 1 else "")
@@ -256,9 +261,9 @@ class EnvRunner:
     def _events(self, info_before: dict[str, Any], result: Any) -> list[str]:
         """A step's events, in words: a life lost, the environment's own, the episode's end."""
         found: list[str] = []
-        lives_before, lives = info_before.get("lives"), self.info.get("lives")
-        if isinstance(lives, int) and isinstance(lives_before, int) and lives < lives_before:
-            lost = lives_before - lives
+        if _lost_a_life(info_before, self.info):
+            lives = int(self.info["lives"])
+            lost = int(info_before["lives"]) - lives
             found.append(f"Lost {'a life' if lost == 1 else f'{lost} lives'} ({lives} left)")
         try:
             found += [str(e) for e in self.env.step_events(info_before, result)]
