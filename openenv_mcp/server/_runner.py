@@ -348,7 +348,7 @@ class EnvRunner:
             sentences.append(f"Observation: {cut}")
         actions = self.env.action_set
         if reset and actions is not None:
-            legal = ", ".join(f"{a.name} ({a.meaning})" if a.meaning else a.name for a in actions)
+            legal = "; ".join(f"{a.name} = {a.meaning}" if a.meaning else a.name for a in actions)
             sentences.append(f"Legal actions: {legal}")
         return ". ".join(s.rstrip(".") for s in sentences) + "."
 

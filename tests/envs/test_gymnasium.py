@@ -395,7 +395,7 @@ async def test_blackjack_over_mcp_tools_text_and_image() -> None:
             assert reset.structured_content is not None
             assert isinstance(reset.structured_content["observation"], list)
             text = reset.content[0].text  # type: ignore[union-attr]
-            assert "player sum" in text and "Legal actions: STICK (stop taking cards" in text
+            assert "player sum" in text and "Legal actions: STICK = stop taking cards" in text
             image = reset.content[1]
             assert image.type == "image"
             assert png_from_b64(image.data).shape[2] == 3  # type: ignore[union-attr]
