@@ -126,7 +126,7 @@ async def test_text_observations_and_env_tools_in_workers() -> None:
             assert (await env.call("history"))["messages"] == ["hi", "hello"]
             assert (await env.call("reward_rule"))["ends_on"] == "bye"
             answer = await env.session.call("step", {"action": "again"})
-            assert "observation: 'again'" in answer.text, answer.text  # made in the worker
+            assert "Observation: 'again'" in answer.text, answer.text  # made in the worker
             with pytest.raises(InvalidAction):  # parsed in the worker, by the episode's env
                 await env.step(7)
 
