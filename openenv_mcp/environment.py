@@ -400,6 +400,12 @@ class Environment(ABC, Generic[ConfigT]):
         """
         return self.description
 
+    def rewards(self) -> Sequence[Any]:
+        """The environment's own composed rewards (:mod:`openenv_mcp.rewards`): step
+        rewards and trajectory rewards, served with it beside any ``--reward``. Default:
+        none (the reward is the env's own)."""
+        return ()
+
     def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
         """What happened in a step, in words for a model, beyond what the server tells
         itself (rewards, ``info["lives"]`` going down, the episode's end).

@@ -24,6 +24,7 @@ __all__ = [
     "InvalidAction",
     "OpenEnvError",
     "ResetNeeded",
+    "RewardFailed",
     "ServerDied",
     "ServerFull",
     "UnknownEnv",
@@ -86,6 +87,11 @@ class ServerFull(OpenEnvError):
 
 class EnvCrashed(OpenEnvError):
     """The environment raised inside a call; the episode is broken until reset."""
+
+
+class RewardFailed(EnvCrashed):
+    """A served reward raised or timed out (:mod:`openenv_mcp.rewards`): the step's reward
+    is unknown, so the episode is broken until reset, as when the environment raises."""
 
 
 class EnvCallTimeout(EnvCrashed):

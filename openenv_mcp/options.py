@@ -11,7 +11,7 @@ was expected and what came.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -82,14 +82,19 @@ def _is_bool(model: type[BaseModel], name: str) -> bool:
     return model.model_fields[name].annotation in (bool, bool | None)
 
 
+def _is_list(model: type[BaseModel], name: str) -> bool:
+    return get_origin(model.model_fields[name].annotation) in (list, tuple)
+
+
 def parse_cli_options(
     models: Sequence[type[BaseModel]], args: Sequence[str], *, where: str = ""
 ) -> list[dict[str, Any]]:
     """Split ``--name value`` arguments among ``models`` by field name.
 
-    ``--flag`` / ``--no-flag`` set booleans; ``--name=value`` and ``--name value``
-    both work. A name belongs to the first model that has it. Values stay
-    strings: the models convert them when validated (:func:`make_config`).
+    ``--flag`` / ``--no-flag`` set booleans; a list field's flag may repeat;
+    ``--name=value`` and ``--name value`` both work. A name belongs to the first
+    model that has it. Values stay strings: the models convert them when validated
+    (:func:`make_config`).
 
     Returns:
         One dict of options per model, in order.
@@ -131,6 +136,9 @@ def parse_cli_options(
                 raise ArgumentError(f"option {token!r} needs a value")
             value = args[i + 1]
             i += 1
-        found[owners[name]][name] = value
+        if _is_list(model, name):  # repeatable: --reward a --reward b
+            found[owners[name]].setdefault(name, []).append(value)
+        else:
+            found[owners[name]][name] = value
         i += 1
     return found

@@ -574,6 +574,10 @@ class Session:
             info["action_mask"] = np.asarray(info["action_mask"], dtype=np.int8)
         for key in ("episode_id", "status", "step", "reward", "episode_return"):
             info[key] = view[key]
+        # Served rewards: the breakdown, the trajectory scores and credit, the recording.
+        for key in ("rewards", "trajectory", "recording"):
+            if key in view:
+                info[key] = view[key]
         info["terminated"] = bool(view["terminated"])
         info["truncated"] = bool(view["truncated"])
         return obs, info

@@ -9,6 +9,7 @@ catalog (:mod:`._catalog`), and the static description as resources.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
@@ -17,9 +18,11 @@ from pydantic import BaseModel
 from openenv_mcp._version import __version__
 from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError
+from openenv_mcp.rewards import RewardSet, load_rewards
 from openenv_mcp.server._catalog import DirectCalls, ModelTool, UnknownToolErrors, build_tools
 from openenv_mcp.server._episodes import EpisodeTable
 from openenv_mcp.server._handlers import Handlers
+from openenv_mcp.server._runner import RunnerOptions
 from openenv_mcp.server._runtime import LocalRef, LocalRuntime, Runtime
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.spaces import space_to_json
@@ -46,6 +49,22 @@ class EnvApp:
         scale = settings.frame_scale
         if scale is None and settings.profile == "full":
             scale = 1
+        # Loaded here once to fail at start (a bad reference, clashing names); each
+        # runner loads its own where its env lives.
+        rewards = RewardSet([*self.prototype.rewards(), *load_rewards(settings.reward)])
+        self.rewards = rewards
+        options = RunnerOptions(
+            frame_scale=scale,
+            rewards=tuple(settings.reward),
+            record=None if settings.record is None else str(Path(settings.record).resolve()),
+            record_video=settings.record_video,
+            describe={
+                "env": env_cls.name,
+                "env_class": f"{env_cls.__module__}:{env_cls.__qualname__}",
+                "title": self.prototype.title,
+                "config": config.model_dump(mode="json"),
+            },
+        )
         runtime: Runtime
         if settings.workers:
             from openenv_mcp.server._workers import WorkerRuntime
@@ -56,17 +75,19 @@ class EnvApp:
                 settings.workers,
                 call_timeout=settings.call_timeout,
                 start_timeout=settings.worker_start_timeout,
-                frame_scale=scale,
+                options=options,
             )
         else:
             threads = (
                 not env_cls.run_inline if settings.env_threads is None else settings.env_threads
             )
+            # A judge awaits a scorer: inline it would hold up every other episode.
+            threads = threads or rewards.is_async
             runtime = LocalRuntime(
                 lambda: env_cls(config),
                 threads=threads,
                 call_timeout=settings.call_timeout,
-                frame_scale=scale,
+                options=options,
             )
         self.runtime = runtime
         self.table = EpisodeTable(runtime, settings)

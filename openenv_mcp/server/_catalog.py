@@ -368,6 +368,8 @@ def _agent_tools(
             read_only=True,
         ),
     ]
+    if handlers.rewarded:  # a model is scored by them: let it ask how it stands
+        tools.append(_summary_tool(handlers))
     tools += _env_tools(env, handlers, {t.name for t in tools})
     actions = env.action_set
     if (
@@ -378,6 +380,18 @@ def _agent_tools(
     ):
         tools += _per_action_tools(env, handlers, {t.name for t in tools}, None, AgentActionArgs)
     return tools
+
+
+def _summary_tool(handlers: Handlers) -> ModelTool:
+    return ModelTool.build(
+        "episode_summary",
+        "How an episode stands: steps, return, the env's own return, and at its end each "
+        "trajectory reward's score and per-step credit; with --record, its file.",
+        EpisodeArgs,
+        handlers.episode_summary,
+        None,
+        read_only=True,
+    )
 
 
 def _env_tools(env: Environment[Any], handlers: Handlers, taken: set[str]) -> list[ModelTool]:
@@ -498,6 +512,8 @@ def _full_tools(
                 None,
             ),
         ]
+    if handlers.rewarded or settings.record is not None:
+        tools.append(_summary_tool(handlers))
     tools += _env_tools(env, handlers, {t.name for t in tools})
     if actions is not None and settings.action_tools and type(env).action_tools:
         tools += _per_action_tools(env, handlers, {t.name for t in tools}, output, ActionArgs)

@@ -308,10 +308,10 @@ class EpisodeTable:
                 f"the environment {episode.broken}; episode {episode.id} is broken, "
                 "call reset to start over"
             )
-        if isinstance(exc, EnvCrashed):  # its worker died
+        if isinstance(exc, EnvCrashed):  # its worker died, or a served reward failed
             episode.broken = f"{exc} in {what}"
             log.error("episode %s: %s", episode.id, episode.broken)
-            return EnvCrashed(f"{exc}; episode {episode.id} is broken, call reset to start over")
+            return type(exc)(f"{exc}; episode {episode.id} is broken, call reset to start over")
         episode.broken = f"{type(exc).__name__} in {what}"
         log.error("episode %s: environment raised in %s", episode.id, what, exc_info=exc)
         return EnvCrashed(

@@ -54,6 +54,8 @@ class Handlers:
         #: The agent profile answers with text and image only: some harnesses drop
         #: the image of a result that has structuredContent (see the README).
         self.agent = settings.profile == "agent"
+        #: Whether rewards are served beside the env's own (``--reward``, ``env.rewards()``).
+        self.rewarded = bool(settings.reward) or bool(prototype.rewards())
 
     def _frames(self, frames: Frames | None) -> Frames:
         if self.agent:
@@ -168,6 +170,11 @@ class Handlers:
             self.table.require_sound(episode)
             frames = self._frames(getattr(args, "frames", None))
             return self._reply(await self.table.call(episode, "state", frames))
+
+    async def episode_summary(self, args: Any) -> Reply:
+        """Steps, returns, trajectory scores and credit, and the recording of an episode."""
+        async with self.table.locked(args.episode_id, _shared()) as episode:
+            return json_reply(await self.table.call(episode, "episode_summary"))
 
     async def close(self, args: Any) -> Reply:
         """Close an episode and free its environment."""

@@ -165,6 +165,28 @@ def episode_output_schema(env: Environment[Any]) -> dict[str, Any]:
                 "items": {"type": "string"},
                 "description": "The action names (on reset).",
             },
+            "rewards": {
+                "type": "object",
+                "additionalProperties": {"type": "number"},
+                "description": "With served rewards (--reward): each named part of this "
+                "call's reward, and env, the environment's own.",
+            },
+            "trajectory": {
+                "type": "object",
+                "properties": {
+                    "scores": {"type": "object", "additionalProperties": {"type": "number"}},
+                    "credit": {
+                        "type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "number"}},
+                    },
+                },
+                "description": "At the episode's end, with trajectory rewards: each one's "
+                "score and its credit for every step.",
+            },
+            "recording": {
+                "type": "string",
+                "description": "With --record (on reset): the file this episode is recorded in.",
+            },
             "info": {
                 "type": "object",
                 "properties": env.info_schema(),

@@ -14,8 +14,9 @@ This module imports no MCP machinery: a worker process starts without it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -23,10 +24,27 @@ from gymnasium import spaces as gym_spaces
 
 from openenv_mcp.codecs import Frames, array_form, encode_png, to_jsonable
 from openenv_mcp.environment import Environment
-from openenv_mcp.errors import ArgumentError, InvalidAction, OpenEnvError, ResetNeeded, UnknownTool
+from openenv_mcp.errors import (
+    ArgumentError,
+    EnvCrashed,
+    InvalidAction,
+    OpenEnvError,
+    ResetNeeded,
+    UnknownTool,
+)
+from openenv_mcp.recording import EpisodeRecorder
+from openenv_mcp.rewards import RewardSet, Step, load_rewards
 from openenv_mcp.spaces import encode, is_array_space
 
-__all__ = ["MAX_REPEAT", "MIN_FRAME_EDGE", "EnvRunner", "Outcome", "SavedEpisode", "Status"]
+__all__ = [
+    "MAX_REPEAT",
+    "MIN_FRAME_EDGE",
+    "EnvRunner",
+    "Outcome",
+    "RunnerOptions",
+    "SavedEpisode",
+    "Status",
+]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -58,6 +76,29 @@ class Outcome(NamedTuple):
 
 
 @dataclass(frozen=True)
+class RunnerOptions:
+    """What a runner does beside stepping; picklable, so a worker process gets the same.
+
+    Attributes:
+        frame_scale: PNG frames are this many times the environment's (nearest
+            neighbour); ``None``: the least scale that makes the short edge at
+            least :data:`MIN_FRAME_EDGE` pixels, so a model can read them.
+        rewards: ``package.module:obj`` references of rewards to compose
+            (:mod:`openenv_mcp.rewards`), loaded where the env lives.
+        record: a directory to record every episode into (:mod:`openenv_mcp.recording`).
+        record_video: also write an MP4 of each recorded episode with frames.
+        describe: what a recording's start record says of the environment
+            (its name, class and config).
+    """
+
+    frame_scale: int | None = 1
+    rewards: tuple[str, ...] = ()
+    record: str | None = None
+    record_video: bool = False
+    describe: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SavedEpisode:
     """A snapshot: the environment's own state and the episode's counters. Picklable."""
 
@@ -70,6 +111,8 @@ class SavedEpisode:
     truncated: bool
     info: dict[str, Any]
     mask: np.ndarray | None
+    trajectory: tuple[Any, ...] = ()
+    env_return: float = 0.0
 
 
 def _lost_a_life(before: dict[str, Any], after: dict[str, Any]) -> bool:
@@ -83,15 +126,30 @@ class EnvRunner:
     Args:
         env: the environment instance (this runner owns and closes it).
         episode_id: the handle of the episode it serves (named in answers).
-        frame_scale: PNG frames are this many times the environment's (nearest
-            neighbour); ``None``: the least scale that makes the short edge at
-            least :data:`MIN_FRAME_EDGE` pixels, so a model can read them.
+        options: frames, rewards and recording (:class:`RunnerOptions`).
     """
 
-    def __init__(self, env: Environment[Any], episode_id: str, frame_scale: int | None = 1) -> None:
+    def __init__(
+        self, env: Environment[Any], episode_id: str, options: RunnerOptions | None = None
+    ) -> None:
+        options = options or RunnerOptions()
         self.env = env
         self.episode_id = episode_id
-        self.frame_scale = frame_scale
+        self.frame_scale = options.frame_scale
+        self.rewards: RewardSet | None = None
+        served = [*env.rewards(), *load_rewards(options.rewards)]
+        if served:
+            self.rewards = RewardSet(served)
+        self.recorder: EpisodeRecorder | None = None
+        if options.record is not None:
+            self.recorder = EpisodeRecorder(
+                options.record, episode_id, env, options.describe, video=options.record_video
+            )
+        #: The episode's steps, for trajectory rewards (observations only if one reads them).
+        self.trajectory: list[Step] = []
+        #: The trajectory rewards' scores and credit, once the episode has ended.
+        self.scored: dict[str, Any] | None = None
+        self.env_return = 0.0
         space = env.observation_space
         self._space = space
         self._array_obs = is_array_space(space)
@@ -117,12 +175,19 @@ class EnvRunner:
         observation, info = self.env.reset(seed=seed, options=options)
         self.status = "running"
         self.step_count = 0
-        self.episode_return = self.reward = 0.0
+        self.episode_return = self.reward = self.env_return = 0.0
         self.terminated = self.truncated = False
+        self.trajectory, self.scored = [], None
         self._observe(observation, info)
+        recorded = None
+        if self.recorder is not None:
+            recorded = self.recorder.start(seed, options, observation, self.info)
         seeded = f", seed {seed}" if seed is not None else ""
         head = f"New episode of {self.env.title} (episode {self.episode_id}{seeded})"
-        return self._outcome(frames, head, [], reset=True)
+        outcome = self._outcome(frames, head, [], reset=True)
+        if recorded is not None:
+            outcome.view["recording"] = str(recorded)
+        return outcome
 
     def step(self, action: Any, frames: Frames, repeat: int = 1) -> Outcome:
         """Parse ``action`` on this episode's environment, step it (``repeat`` times,
@@ -131,9 +196,24 @@ class EnvRunner:
         self._require_running("step")
         if not 1 <= repeat <= MAX_REPEAT:
             raise ArgumentError(f"repeat must be 1..{MAX_REPEAT}, got {repeat}")
+        try:
+            return self._step(action, frames, repeat)
+        except Exception as exc:
+            # What breaks the episode ends its recording, saying why; an env's own
+            # validation error (an illegal first action) changes nothing.
+            breaks = not isinstance(exc, OpenEnvError) or isinstance(exc, EnvCrashed)
+            if breaks and self.recorder is not None:
+                self.recorder.end("broken", steps=self.step_count, error=str(exc))
+            raise
+
+    def _step(self, action: Any, frames: Frames, repeat: int) -> Outcome:
         events: list[str] = []
         total = 0.0
         taken = 0
+        breakdown: dict[str, float] | None = {} if self.rewards is not None else None
+        call: dict[str, Any] | None = {"tool": "step", "arguments": {"action": action}}
+        if repeat != 1 and call is not None:
+            call["arguments"]["repeat"] = repeat
         for _ in range(repeat):
             try:
                 parsed = self.env.parse_action(action)
@@ -147,28 +227,115 @@ class EnvRunner:
             result = self.env.step(parsed)
             taken += 1
             self.step_count += 1
-            total += float(result.reward)
+            env_reward = float(result.reward)
+            self.env_return += env_reward
             self.terminated = bool(result.terminated)
             self.truncated = bool(result.truncated)
             self.status = "ended" if (self.terminated or self.truncated) else "running"
             self._observe(result.observation, result.info)
+            value, parts = self._reward(parsed, env_reward)
+            total += value
+            if breakdown is not None and parts is not None:
+                for name, part in parts.items():
+                    breakdown[name] = breakdown.get(name, 0.0) + part
+            if self.recorder is not None:
+                self.recorder.step(
+                    self.step_count,
+                    parsed,
+                    value,
+                    env_reward,
+                    parts,
+                    self.terminated,
+                    self.truncated,
+                    self.info,
+                    result.observation,
+                    call,
+                )
+                call = None
             found = self._events(before, result)
             events += [f"{e} (step {self.step_count})" for e in found] if repeat > 1 else found
             if self.status == "ended" or _lost_a_life(before, self.info):
                 break  # a model should look before it goes on
         self.reward = total
         self.episode_return += total
+        ended = self._end() if self.status == "ended" else None
         label = self._action_label(action) + (f" x{taken}" if taken > 1 else "")
         head = (
             f"Step {self.step_count} ({label}): reward {total:+g}, return {self.episode_return:g}"
         )
-        return self._outcome(frames, head, events, repeated=taken)
+        outcome = self._outcome(frames, head, events, repeated=taken)
+        if breakdown is not None:
+            outcome.view["rewards"] = breakdown
+        if ended is not None:
+            outcome.view["trajectory"] = ended
+        return outcome
+
+    def _reward(self, action: Any, env_reward: float) -> tuple[float, dict[str, float] | None]:
+        """One step's reward and its breakdown (the env's own without served rewards)."""
+        rewards = self.rewards
+        if rewards is None:
+            return env_reward, None
+        step = Step(
+            self.step_count,
+            action,
+            self.observation,
+            env_reward,
+            self.terminated,
+            self.truncated,
+            self.info,
+        )
+        value, parts = rewards.evaluate(step)
+        if rewards.trajectory:
+            kept = (
+                step if rewards.keep_observations else dataclasses.replace(step, observation=None)
+            )
+            self.trajectory.append(kept)
+        return value, parts
+
+    def _end(self) -> dict[str, Any] | None:
+        """At the episode's end: the trajectory rewards, and the recording's end record."""
+        scored = None
+        if self.rewards is not None and self.rewards.trajectory:
+            scored = self.scored = self.rewards.end(self.trajectory)
+        if self.recorder is not None:
+            self.recorder.end(
+                "terminated" if self.terminated else "truncated",
+                steps=self.step_count,
+                episode_return=self.episode_return,
+                env_return=self.env_return,
+                trajectory=scored,
+            )
+        return scored
+
+    def episode_summary(self) -> dict[str, Any]:
+        """The episode so far: steps, returns, each reward's total, the trajectory rewards
+        (at the end), and where it is recorded."""
+        if self.status == "new":
+            raise ResetNeeded(
+                f"episode_summary before reset: call reset first (episode {self.episode_id})"
+            )
+        summary: dict[str, Any] = {
+            "episode_id": self.episode_id,
+            "status": self.status,
+            "steps": self.step_count,
+            "episode_return": self.episode_return,
+            "env_return": self.env_return,
+            "terminated": self.terminated,
+            "truncated": self.truncated,
+        }
+        if self.scored is not None:
+            summary["trajectory"] = self.scored
+        if self.recorder is not None and self.recorder.path is not None:
+            summary["recording"] = str(self.recorder.path)
+        return summary
 
     def state(self, frames: Frames) -> Outcome:
         """The episode as it is, with the environment's state fields in ``info``."""
         if self.status == "new":
             raise ResetNeeded(f"state before reset: call reset first (episode {self.episode_id})")
         self.info.update(to_jsonable(dict(self.env.state())))
+        if self.recorder is not None:
+            self.recorder.call("state", None, self.step_count)
         head = (
             f"Episode {self.episode_id} of {self.env.title} at step {self.step_count}: "
             f"return {self.episode_return:g}"
@@ -191,6 +358,8 @@ class EnvRunner:
             truncated=self.truncated,
             info=dict(self.info),
             mask=self.mask,
+            trajectory=tuple(self.trajectory),
+            env_return=self.env_return,
         )
 
     def restore(self, saved: SavedEpisode, frames: Frames) -> Outcome:
@@ -202,6 +371,12 @@ class EnvRunner:
         self.reward = 0.0
         self.terminated, self.truncated = saved.terminated, saved.truncated
         self.observation, self.info, self.mask = saved.observation, dict(saved.info), saved.mask
+        self.trajectory, self.scored = list(saved.trajectory), None
+        self.env_return = saved.env_return
+        if self.recorder is not None:  # not replayable from a seed: the start says so
+            self.recorder.start(
+                None, None, self.observation, self.info, from_snapshot=True, step=saved.step
+            )
         head = (
             f"Episode {self.episode_id} of {self.env.title} continues from a snapshot at step "
             f"{self.step_count} (return {self.episode_return:g})"
@@ -216,11 +391,19 @@ class EnvRunner:
             raise UnknownTool(f"{self.env.name} has no episode tool {name!r}")
         args = tool.params.model_validate(params) if tool.params is not None else None
         answer: dict[str, Any] = to_jsonable(dict(tool.handler(self.env, args)))
+        if self.recorder is not None:
+            self.recorder.call(name, params, self.step_count)
         return answer
 
     def close(self) -> None:
-        """Free the environment."""
-        self.env.close()
+        """End the recording (if the episode is mid-way) and free the environment."""
+        try:
+            if self.recorder is not None:
+                self.recorder.end(
+                    "closed", steps=self.step_count, episode_return=self.episode_return
+                )
+        finally:
+            self.env.close()
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import anyio
 import anyio.to_thread
 
 from openenv_mcp.environment import Environment
-from openenv_mcp.server._runner import EnvRunner
+from openenv_mcp.server._runner import EnvRunner, RunnerOptions
 
 __all__ = ["Call", "LocalRef", "LocalRuntime", "Runtime", "run_calls"]
 
@@ -112,17 +112,17 @@ class LocalRuntime(Runtime):
         *,
         threads: bool,
         call_timeout: float,
-        frame_scale: int | None = 1,
+        options: RunnerOptions | None = None,
     ) -> None:
         self._make_env = make_env
         self.threads = threads
         self.call_timeout = call_timeout
-        self.frame_scale = frame_scale
+        self.options = options or RunnerOptions()
         self._abandoned: list[threading.Event] = []
 
     async def create(self, episode_id: str) -> LocalRef:
         def make() -> EnvRunner:
-            return EnvRunner(self._make_env(), episode_id, self.frame_scale)
+            return EnvRunner(self._make_env(), episode_id, self.options)
 
         if not self.threads:
             return LocalRef(make())

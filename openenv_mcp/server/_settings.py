@@ -76,6 +76,20 @@ class ServerSettings(BaseModel):
         description="Seconds a worker process may take to start (interpreter and imports), "
         "apart from call_timeout.",
     )
+    reward: list[str] = Field(
+        default_factory=list,
+        description="Compose the reward: package.module:obj, a reward from openenv_mcp.rewards "
+        "(repeatable; step rewards are summed into reward, each part reported in rewards; "
+        "trajectory rewards score the episode at its end).",
+    )
+    record: str | None = Field(
+        None,
+        description="Record every episode (each step, action, reward, info, frame, and the "
+        "tool calls) into this directory, flushed per step; see openenv-mcp replay/export.",
+    )
+    record_video: bool = Field(
+        True, description="With --record: also write an MP4 of each episode that has frames."
+    )
     fast_path: bool = Field(
         True,
         description="Answer calls of this server's tools on the lean direct path (stdio, and "

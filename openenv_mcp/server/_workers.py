@@ -46,6 +46,7 @@ from pydantic import BaseModel
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed
+from openenv_mcp.server._runner import RunnerOptions
 from openenv_mcp.server._runtime import Call, Runtime
 
 __all__ = ["WorkerDied", "WorkerRef", "WorkerRuntime"]
@@ -343,12 +344,12 @@ class WorkerRuntime(Runtime):
         *,
         call_timeout: float,
         start_timeout: float,
-        frame_scale: int | None = 1,
+        options: RunnerOptions | None = None,
     ) -> None:
         self.env_cls = env_cls
         self.config = config
         self.call_timeout = call_timeout
-        self.frame_scale = frame_scale
+        self.options = options or RunnerOptions()
         self.start_timeout = start_timeout
         self._keys = itertools.count()
         self._started = itertools.count()
@@ -367,7 +368,7 @@ class WorkerRuntime(Runtime):
             worker = min(self.workers, key=lambda w: w.environments)
             ref = WorkerRef(worker, next(self._keys))
             worker.environments += 1  # counted at once, so creations meanwhile go elsewhere
-            (outcome,) = await self.run([(ref, _CREATE, (episode_id, self.frame_scale))])
+            (outcome,) = await self.run([(ref, _CREATE, (episode_id, self.options))])
             if outcome is None:
                 return ref
             worker.environments -= 1

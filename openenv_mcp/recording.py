@@ -1,0 +1,389 @@
+"""Every episode recorded as it happens (``serve ... --record DIR``), and read back.
+
+One episode is one JSON Lines file, ``DIR/<episode id>-<n>.jsonl`` (``n``
+counts the resets of one handle), written where the environment lives and
+flushed after every record, so a server killed at any point leaves every step
+up to the last one answered readable:
+
+* ``start``: the environment, its class and config, the seed and options, the
+  package versions, the spaces, the first observation and info, and the call;
+* ``step``: the action (as the env took it), the reward and its breakdown, the
+  env's own reward (``env_reward``), terminated, truncated, info, the observation, and the tool
+  call that drove it (on the first step of a call; ``repeat`` makes several);
+* ``call``: another tool call on the episode (``state``, the env's own tools);
+* ``end``: why it ended (terminated, truncated, reset, closed, broken), steps,
+  return, and the trajectory rewards.
+
+Array observations (frames) are stored losslessly as zstd of the XOR with the
+previous observation: consecutive Atari frames differ in few bytes. With
+``record_video`` (and the ``av`` package) each finished episode with frames is
+also written as ``.mp4`` beside it, for people.
+
+:func:`read_recording` reads a file back; a file without its ``end`` record
+(the server was killed) reads as ``complete=False``, never as an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import orjson
+from gymnasium import spaces as gym_spaces
+
+from openenv_mcp.codecs import decode_raw, encode_raw, to_jsonable
+from openenv_mcp.errors import ArgumentError
+from openenv_mcp.spaces import decode, encode, is_array_space, space_from_json, space_to_json
+
+__all__ = [
+    "FORMAT",
+    "EpisodeRecorder",
+    "RecordedStep",
+    "Recording",
+    "iter_recordings",
+    "read_recording",
+    "versions",
+    "write_video",
+]
+
+log = logging.getLogger("openenv_mcp.recording")
+
+#: The recording format's version, in every start record.
+FORMAT = 1
+_PACKAGES = ("openenv-mcp", "gymnasium", "ale-py", "numpy", "fastmcp", "mcp")
+
+
+def versions() -> dict[str, str]:
+    """The versions that decide what an episode does: Python and the packages."""
+    found = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+class _ObservationCodec:
+    """Observations to JSON and back: arrays as zstd of the XOR with the previous one."""
+
+    def __init__(self, space: gym_spaces.Space[Any]) -> None:
+        self.space = space
+        self.delta = (
+            is_array_space(space)
+            and isinstance(space, gym_spaces.Box)
+            and np.dtype(space.dtype).kind in "ui"
+        )
+        self.previous: np.ndarray | None = None
+
+    def encode(self, observation: Any) -> Any:
+        if not self.delta:
+            return encode(self.space, observation, "zstd")
+        array = np.asarray(observation, dtype=self.space.dtype)
+        previous, self.previous = self.previous, array.copy()
+        if previous is None or previous.shape != array.shape:
+            return encode_raw(array, compress=True)
+        return {**encode_raw(np.bitwise_xor(array, previous), compress=True), "delta": True}
+
+    def decode(self, data: Any) -> Any:
+        if not self.delta:
+            return decode(self.space, data, check=False)
+        array = decode_raw(data)
+        if data.get("delta"):
+            if self.previous is None:
+                raise ValueError("a delta observation without the one before it")
+            array = np.bitwise_xor(array, self.previous)
+        self.previous = array
+        return array
+
+
+class EpisodeRecorder:
+    """Writes one server's episodes into ``directory`` (a runner's, in its process)."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        episode_id: str,
+        env: Any,
+        describe: dict[str, Any],
+        video: bool = False,
+    ) -> None:
+        self.directory = Path(directory)
+        self.episode_id = episode_id
+        self.env = env
+        self.describe = describe
+        self.video = video
+        self._file: IO[bytes] | None = None
+        self.path: Path | None = None
+        self._resets = 0
+        self._codec = _ObservationCodec(env.observation_space)
+        self._action_space = env.action_space
+        self._frames: list[np.ndarray] = []
+
+    def start(
+        self,
+        seed: int | None,
+        options: dict[str, Any] | None,
+        observation: Any,
+        info: dict[str, Any],
+        *,
+        from_snapshot: bool = False,
+        step: int = 0,
+    ) -> Path:
+        """Begin a new file (the previous episode of this handle ends as ``reset``)."""
+        self.end("reset")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._resets += 1
+        self.path = self.directory / f"{self.episode_id}-{self._resets:04d}.jsonl"
+        self._file = open(self.path, "ab")  # noqa: SIM115 - held open for the episode
+        self._codec.previous = None
+        self._frames = []
+        self._write(
+            {
+                "kind": "start",
+                "format": FORMAT,
+                **self.describe,
+                "episode_id": self.episode_id,
+                "seed": seed,
+                "options": options,
+                "from_snapshot": from_snapshot,
+                "step": step,
+                "time": time.time(),
+                "versions": versions(),
+                "observation_space": space_to_json(self.env.observation_space),
+                "action_space": space_to_json(self._action_space),
+                "observation": self._codec.encode(observation),
+                "info": info,
+                "call": {"tool": "reset", "arguments": {"seed": seed, "options": options}},
+            }
+        )
+        self._keep_frame()
+        return self.path
+
+    def step(
+        self,
+        index: int,
+        action: Any,
+        reward: float,
+        env_reward: float,
+        rewards: dict[str, float] | None,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+        observation: Any,
+        call: dict[str, Any] | None,
+    ) -> None:
+        """One environment step (flushed before the step is answered)."""
+        if self._file is None:
+            return
+        record: dict[str, Any] = {
+            "kind": "step",
+            "step": index,
+            "action": encode(self._action_space, action, "list"),
+            "reward": reward,
+            "env_reward": env_reward,
+            "terminated": terminated,
+            "truncated": truncated,
+            "info": info,
+            "observation": self._codec.encode(observation),
+        }
+        if rewards is not None:
+            record["rewards"] = rewards
+        if call is not None:
+            record["call"] = call
+        self._write(record)
+        self._keep_frame()
+
+    def call(self, tool: str, arguments: dict[str, Any] | None, step: int) -> None:
+        """A tool call on the episode that is not a step (state, an env tool)."""
+        if self._file is not None:
+            self._write({"kind": "call", "tool": tool, "arguments": arguments, "step": step})
+
+    def end(self, status: str, **fields: Any) -> None:
+        """Close the episode's file with its end record (once)."""
+        if self._file is None:
+            return
+        self._write({"kind": "end", "status": status, "time": time.time(), **fields})
+        self._file.close()
+        self._file = None
+        if self.video and self._frames and self.path is not None:
+            try:
+                write_video(self._frames, self.path.with_suffix(".mp4"))
+            except Exception:  # a video is for people: it must never lose the recording
+                log.exception("writing the video of %s failed", self.path)
+        self._frames = []
+
+    def _keep_frame(self) -> None:
+        if self.video and self.env.has_frame:
+            frame = self.env.render()
+            if frame is not None:
+                self._frames.append(np.asarray(frame))
+
+    def _write(self, record: dict[str, Any]) -> None:
+        assert self._file is not None
+        self._file.write(
+            orjson.dumps(record, default=to_jsonable, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+        )
+        self._file.flush()
+
+
+def write_video(frames: list[np.ndarray], path: Path, fps: int = 15) -> None:
+    """Frames as an H.264 MP4 (``av``, the maintained FFmpeg binding): for people; the
+    lossless frames stay in the recording."""
+    try:
+        import av
+    except ImportError:
+        log.warning("video not written: install the 'av' package (openenv-mcp[data])")
+        return
+    height, width = frames[0].shape[:2]
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height = width + width % 2, height + height % 2
+        stream.pix_fmt = "yuv420p"
+        for frame in frames:
+            rgb = frame if frame.ndim == 3 else np.repeat(frame[..., None], 3, axis=2)
+            if rgb.shape[0] % 2 or rgb.shape[1] % 2:
+                rgb = np.pad(rgb, ((0, rgb.shape[0] % 2), (0, rgb.shape[1] % 2), (0, 0)))
+            for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+@dataclass
+class RecordedStep:
+    """One step of a recorded episode, decoded."""
+
+    index: int
+    action: Any
+    reward: float
+    env_reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+    observation: Any
+    rewards: dict[str, float] | None = None
+    call: dict[str, Any] | None = None
+
+
+@dataclass
+class Recording:
+    """A recorded episode, read back.
+
+    Attributes:
+        path: its file.
+        start: the start record (observation decoded into ``observation``).
+        steps: every step recorded.
+        calls: the other tool calls, in order.
+        end: the end record, or ``None`` when the file has none (``complete`` false).
+        problem: why reading stopped early (a torn last line), else ``""``.
+    """
+
+    path: Path
+    start: dict[str, Any]
+    observation: Any
+    steps: list[RecordedStep] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] | None = None
+    problem: str = ""
+
+    @property
+    def complete(self) -> bool:
+        """Whether the episode was closed with its end record (not killed mid-way)."""
+        return self.end is not None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the episode ran to its end (terminated or truncated)."""
+        return self.end is not None and self.end.get("status") in ("terminated", "truncated")
+
+    @property
+    def episode_return(self) -> float:
+        return float(sum(s.reward for s in self.steps))
+
+    @property
+    def observation_space(self) -> gym_spaces.Space[Any]:
+        return space_from_json(self.start["observation_space"])
+
+    @property
+    def action_space(self) -> gym_spaces.Space[Any]:
+        return space_from_json(self.start["action_space"])
+
+
+def read_recording(path: str | os.PathLike[str], *, observations: bool = True) -> Recording:
+    """Read one recorded episode.
+
+    Args:
+        observations: decode the observations (``False`` leaves them ``None``: faster).
+
+    Raises:
+        ArgumentError: the file is not a recording (no start record), naming what it found.
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    try:
+        start = orjson.loads(lines[0]) if lines else None
+    except orjson.JSONDecodeError:
+        start = None
+    if not isinstance(start, dict) or start.get("kind") != "start":
+        raise ArgumentError(f"{path} is not an openenv-mcp recording: no start record first")
+    if start.get("format") != FORMAT:
+        raise ArgumentError(
+            f"{path} is recording format {start.get('format')!r}; this openenv-mcp reads {FORMAT}"
+        )
+    obs_space = space_from_json(start["observation_space"])
+    act_space = space_from_json(start["action_space"])
+    codec = _ObservationCodec(obs_space)
+    first = codec.decode(start["observation"]) if observations else None
+    recording = Recording(path=path, start=start, observation=first)
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            recording.problem = f"line {number} is torn (the server stopped while writing it)"
+            break
+        kind = record.get("kind")
+        if kind == "step":
+            recording.steps.append(
+                RecordedStep(
+                    index=record["step"],
+                    action=decode(act_space, record["action"], check=False),
+                    reward=float(record["reward"]),
+                    env_reward=float(record["env_reward"]),
+                    terminated=record["terminated"],
+                    truncated=record["truncated"],
+                    info=record["info"],
+                    observation=codec.decode(record["observation"]) if observations else None,
+                    rewards=record.get("rewards"),
+                    call=record.get("call"),
+                )
+            )
+        elif kind == "call":
+            recording.calls.append(record)
+        elif kind == "end":
+            recording.end = record
+            break
+    return recording
+
+
+def iter_recordings(directory: str | os.PathLike[str], **kwargs: Any) -> Iterator[Recording]:
+    """Every recording under ``directory`` (sorted by path)."""
+    for path in sorted(Path(directory).rglob("*.jsonl")):
+        try:
+            yield read_recording(path, **kwargs)
+        except ArgumentError:
+            continue  # not a recording (collect's own index, for one)
