@@ -126,6 +126,8 @@ def policy_gradient(
 def main(args: argparse.Namespace) -> dict[str, Any]:
     """Run ``--iterations`` GRPO groups; print each; return what the tests check."""
     server = args.server or f"{SERVER} {args.game}"
+    if args.record:  # every fork recorded (from its snapshot), for replay and export
+        server += f" --record {args.record}"
     started = time.monotonic()
     envs = MCPVectorEnv(server, num_envs=args.group_size, autoreset_mode=AutoresetMode.NEXT_STEP)
     try:
@@ -179,6 +181,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.5, help="policy-gradient step size")
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run")
     parser.add_argument("--quick", action="store_true", help="a short run (for tests)")
+    parser.add_argument("--record", default=None, help="record every episode into this directory")
     args = parser.parse_args(argv)
     if args.quick:
         args.iterations = min(args.iterations, 2)

@@ -42,6 +42,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -114,6 +115,8 @@ class BenchConfig:
         repeats: timed repeats per side; the figures are medians.
         warmup: untimed calls per side before the first repeat.
         seed: seeds the episodes (``seed + i``) and the random actions.
+        record: the MCP side's server records every episode into this directory
+            (``serve --record``): the figures then include recording.
     """
 
     env: str
@@ -127,6 +130,8 @@ class BenchConfig:
     repeats: int = DEFAULT_REPEATS
     warmup: int = DEFAULT_WARMUP
     seed: int = 0
+    #: Record every MCP-side episode (``serve --record``) into this directory.
+    record: str | None = None
 
     def check(self) -> None:
         """Raise :class:`ArgumentError` for a value out of range."""
@@ -227,6 +232,10 @@ class BenchResult(_Report):
     mcp_reward_total: float
     raw_episodes_ended: int
     mcp_episodes_ended: int
+    #: The directory the MCP side recorded into (``--record``), and the bytes it wrote
+    #: per recorded step.
+    record: str | None = None
+    recorded_bytes_per_step: float | None = None
     facts: dict[str, Any] = field(default_factory=_environment_facts)
 
     def table(self) -> str:
@@ -245,6 +254,12 @@ class BenchResult(_Report):
             f"  ratio MCP/raw: {self.ratio:.3f}  (per repeat: "
             f"{', '.join(f'{r:.3f}' for r in self.ratio_repeats)})",
         ]
+        if self.record is not None:
+            per = self.recorded_bytes_per_step
+            lines.append(
+                f"  recorded into {self.record}: "
+                + ("nothing" if per is None else f"{per:,.0f} bytes per step")
+            )
         return "\n".join(lines)
 
 
@@ -586,10 +601,14 @@ async def _connect(
     extra = ["--max-episodes", str(max_episodes)] if max_episodes else []
     if config.workers:
         extra += ["--workers", str(config.workers)]
+    if config.record:
+        extra += ["--record", config.record]
     client_frames: Any = "zstd" if frames == "none" else frames
     if config.transport == "memory":
         settings = ServerSettings(
-            max_episodes=max_episodes or ServerSettings().max_episodes, workers=config.workers
+            max_episodes=max_episodes or ServerSettings().max_episodes,
+            workers=config.workers,
+            record=config.record,
         )
         server = build_server(config.env, settings=settings, **options)
         try:
@@ -688,7 +707,21 @@ async def _bench(config: BenchConfig, progress: Progress) -> BenchResult:
         mcp_reward_total=mcp_tally.reward,
         raw_episodes_ended=raw_tally.ended,
         mcp_episodes_ended=mcp_tally.ended,
+        record=config.record,
+        recorded_bytes_per_step=_recorded_bytes_per_step(config.record),
     )
+
+
+def _recorded_bytes_per_step(directory: str | None) -> float | None:
+    """The recordings' size over the steps they hold (start and end records included)."""
+    if directory is None:
+        return None
+    files = list(Path(directory).rglob("*.jsonl"))
+    steps = 0
+    for path in files:
+        with open(path, "rb") as f:
+            steps += sum(1 for line in f if line.startswith(b'{"kind":"step"'))
+    return sum(p.stat().st_size for p in files) / steps if steps else None
 
 
 async def _live(config: BenchConfig, count: int, progress: Progress) -> LiveResult:

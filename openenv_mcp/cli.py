@@ -1,4 +1,4 @@
-"""The ``openenv-mcp`` command: serve, list, describe, bench.
+"""The ``openenv-mcp`` command: serve, list, describe, bench, replay, export, collect.
 
 Logs go to stderr; stdout belongs to the stdio transport (``serve --stdio``)
 and to the answers of ``list``/``describe``/``bench``.
@@ -260,6 +260,10 @@ def bench(
             "--repeats fresh starts).",
         ),
     ] = False,
+    record: Annotated[
+        str | None,
+        typer.Option(help="The MCP side's server records every episode here (serve --record)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
@@ -289,6 +293,7 @@ def bench(
         repeats=repeats,
         warmup=warmup,
         seed=seed,
+        record=record,
     )
 
     def progress(message: str) -> None:
@@ -304,6 +309,131 @@ def bench(
             result = run_bench(config, progress)
     except OpenEnvError as exc:
         raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
+    typer.echo(json.dumps(result.as_dict()) if as_json else result.table())
+
+
+@app.command()
+def replay(
+    files: Annotated[list[str], typer.Argument(help="Recorded episodes (.jsonl), or directories.")],
+) -> None:
+    """Re-run recorded episodes from their seeds and actions; check that every reward,
+    observation, terminated and truncated matches exactly (exit 1 where one differs)."""
+    from pathlib import Path
+
+    from openenv_mcp.recording import replay as replay_one
+
+    paths = [
+        p
+        for f in files
+        for p in (sorted(Path(f).rglob("*.jsonl")) if Path(f).is_dir() else [Path(f)])
+        if p.name != "collect.jsonl"
+    ]
+    if not paths:
+        raise _fail(f"no recording found in {' '.join(files)}")
+    failed = 0
+    for path in paths:
+        try:
+            report = replay_one(path)
+        except (OpenEnvError, OSError) as exc:
+            typer.echo(f"{path}: cannot replay: {exc}")
+            failed += 1
+            continue
+        typer.echo(report.text())
+        failed += not report.ok
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def export(
+    directory: Annotated[str, typer.Argument(help="A directory of recordings (serve --record).")],
+    format: Annotated[
+        Literal["minari", "jsonl"],
+        typer.Option("--format", help="minari: a Minari dataset; jsonl: one episode per line."),
+    ],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="minari: the dataset id (namespace/name-v0); jsonl: the file to write."
+        ),
+    ],
+) -> None:
+    """Export the finished episodes recorded in DIRECTORY: a Minari dataset that
+    minari.load_dataset(NAME) opens, or JSON Lines of tool-call messages with rewards."""
+    from openenv_mcp.export import export_jsonl, export_minari
+
+    try:
+        if format == "minari":
+            report = export_minari(directory, name, progress=lambda m: typer.echo(m, err=True))
+        else:
+            report = export_jsonl(directory, name)
+    except OpenEnvError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(report.text())
+
+
+@app.command(context_settings=_EXTRA)
+def collect(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Environment name, or module:Class.")],
+    out: Annotated[str, typer.Option("--out", help="Directory for recordings and the index.")],
+    episodes: Annotated[int, typer.Option(help="Episodes in all (resumes: done ones skip).")] = 10,
+    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 1,
+    policy: Annotated[
+        str, typer.Option(help="random, or package.module:fn(observation, info) -> action.")
+    ] = "random",
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            help="Instead of --policy: a harness command run once per episode, with "
+            "{mcp_config} where the path of an MCP config naming a fresh recorded server goes."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Episode i is seeded seed + i.")] = 0,
+    max_steps: Annotated[
+        int, typer.Option(help="Close a policy episode after this many steps (0: never).")
+    ] = 0,
+    agent_timeout: Annotated[float, typer.Option(help="Seconds one agent command may run.")] = 600,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Roll out episodes of ENV with a policy or an agent harness, every one recorded.
+
+    Environment options and server settings follow (`collect atari --out runs/b
+    --game breakout --reward m:r`); a progress bar goes to stderr, a summary to stdout.
+    """
+    from tqdm import tqdm
+
+    from openenv_mcp.collect import CollectConfig, parse_env_args, run_collect
+
+    _load(env)
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, initial=done, unit="episode", file=sys.stderr)
+        else:
+            bar.update(done - bar.n)
+
+    try:
+        config = CollectConfig(
+            env=env,
+            out=out,
+            episodes=episodes,
+            concurrency=concurrency,
+            env_args=parse_env_args(list(ctx.args)),
+            policy=policy,
+            agent=agent,
+            seed=seed,
+            max_steps=max_steps,
+            agent_timeout=agent_timeout,
+        )
+        result = run_collect(config, progress)
+    except OpenEnvError as exc:
+        raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
+    finally:
+        if bar is not None:
+            bar.close()
     typer.echo(json.dumps(result.as_dict()) if as_json else result.table())
 
 

@@ -25,11 +25,13 @@ also written as ``.mp4`` beside it, for people.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import platform
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -48,8 +50,10 @@ __all__ = [
     "EpisodeRecorder",
     "RecordedStep",
     "Recording",
+    "ReplayReport",
     "iter_recordings",
     "read_recording",
+    "replay",
     "versions",
     "write_video",
 ]
@@ -126,7 +130,10 @@ class EpisodeRecorder:
         self._resets = 0
         self._codec = _ObservationCodec(env.observation_space)
         self._action_space = env.action_space
-        self._frames: list[np.ndarray] = []
+        #: Frames that are not the observation are recorded too (their own delta codec).
+        self._frame_codec: _ObservationCodec | None = None
+        if env.has_frame and not env.frame_is_observation:
+            self._frame_codec = _ObservationCodec(_FRAME_SPACE)
 
     def start(
         self,
@@ -145,27 +152,27 @@ class EpisodeRecorder:
         self.path = self.directory / f"{self.episode_id}-{self._resets:04d}.jsonl"
         self._file = open(self.path, "ab")  # noqa: SIM115 - held open for the episode
         self._codec.previous = None
-        self._frames = []
-        self._write(
-            {
-                "kind": "start",
-                "format": FORMAT,
-                **self.describe,
-                "episode_id": self.episode_id,
-                "seed": seed,
-                "options": options,
-                "from_snapshot": from_snapshot,
-                "step": step,
-                "time": time.time(),
-                "versions": versions(),
-                "observation_space": space_to_json(self.env.observation_space),
-                "action_space": space_to_json(self._action_space),
-                "observation": self._codec.encode(observation),
-                "info": info,
-                "call": {"tool": "reset", "arguments": {"seed": seed, "options": options}},
-            }
-        )
-        self._keep_frame()
+        if self._frame_codec is not None:
+            self._frame_codec.previous = None
+        record: dict[str, Any] = {
+            "kind": "start",
+            "format": FORMAT,
+            **self.describe,
+            "episode_id": self.episode_id,
+            "seed": seed,
+            "options": options,
+            "from_snapshot": from_snapshot,
+            "step": step,
+            "time": time.time(),
+            "versions": versions(),
+            "observation_space": space_to_json(self.env.observation_space),
+            "action_space": space_to_json(self._action_space),
+            "observation": self._codec.encode(observation),
+            "info": info,
+            "call": {"tool": "reset", "arguments": {"seed": seed, "options": options}},
+        }
+        self._add_frame(record)
+        self._write(record)
         return self.path
 
     def step(
@@ -199,8 +206,8 @@ class EpisodeRecorder:
             record["rewards"] = rewards
         if call is not None:
             record["call"] = call
+        self._add_frame(record)
         self._write(record)
-        self._keep_frame()
 
     def call(self, tool: str, arguments: dict[str, Any] | None, step: int) -> None:
         """A tool call on the episode that is not a step (state, an env tool)."""
@@ -214,18 +221,14 @@ class EpisodeRecorder:
         self._write({"kind": "end", "status": status, "time": time.time(), **fields})
         self._file.close()
         self._file = None
-        if self.video and self._frames and self.path is not None:
-            try:
-                write_video(self._frames, self.path.with_suffix(".mp4"))
-            except Exception:  # a video is for people: it must never lose the recording
-                log.exception("writing the video of %s failed", self.path)
-        self._frames = []
+        if self.video and self.env.has_frame and self.path is not None:
+            video_later(self.path)
 
-    def _keep_frame(self) -> None:
-        if self.video and self.env.has_frame:
+    def _add_frame(self, record: dict[str, Any]) -> None:
+        if self._frame_codec is not None:
             frame = self.env.render()
             if frame is not None:
-                self._frames.append(np.asarray(frame))
+                record["frame"] = self._frame_codec.encode(frame)
 
     def _write(self, record: dict[str, Any]) -> None:
         assert self._file is not None
@@ -235,7 +238,52 @@ class EpisodeRecorder:
         self._file.flush()
 
 
-def write_video(frames: list[np.ndarray], path: Path, fps: int = 15) -> None:
+#: Frames that are not the observation: any RGB (or grey) image.
+_FRAME_SPACE = gym_spaces.Box(0, 255, (1, 1, 3), np.uint8)
+_videos: list[threading.Thread] = []
+
+
+def video_later(path: Path) -> None:
+    """Write ``path``'s MP4 on a thread (stepping goes on meanwhile); see :func:`finish_videos`."""
+
+    def run() -> None:
+        try:
+            write_video(iter_frames(path), path.with_suffix(".mp4"))
+        except Exception:  # a video is for people: it must never touch the recording
+            log.exception("writing the video of %s failed", path)
+
+    thread = threading.Thread(target=run, name=f"video {path.name}")
+    thread.start()
+    _videos[:] = [t for t in _videos if t.is_alive()] + [thread]
+
+
+def finish_videos(timeout: float = 60.0) -> None:
+    """Wait for the videos still being written (at shutdown), at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    for thread in list(_videos):
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def iter_frames(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
+    """A recording's frames, one at a time (the observations where they are the frame)."""
+    with open(path, "rb") as f:
+        first = orjson.loads(f.readline())
+        obs_space = space_from_json(first["observation_space"])
+        key = "frame" if "frame" in first else "observation"
+        codec = _ObservationCodec(_FRAME_SPACE if key == "frame" else obs_space)
+        if key == "observation" and not codec.delta:
+            return
+        yield codec.decode(first[key])
+        for line in f:
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return
+            if record.get("kind") == "step" and key in record:
+                yield codec.decode(record[key])
+
+
+def write_video(frames: Iterable[np.ndarray], path: Path, fps: int = 15) -> None:
     """Frames as an H.264 MP4 (``av``, the maintained FFmpeg binding): for people; the
     lossless frames stay in the recording."""
     try:
@@ -243,12 +291,16 @@ def write_video(frames: list[np.ndarray], path: Path, fps: int = 15) -> None:
     except ImportError:
         log.warning("video not written: install the 'av' package (openenv-mcp[data])")
         return
-    height, width = frames[0].shape[:2]
+    frames = iter(frames)
+    first = next(frames, None)
+    if first is None:
+        return
+    height, width = first.shape[:2]
     with av.open(str(path), mode="w") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height = width + width % 2, height + height % 2
         stream.pix_fmt = "yuv420p"
-        for frame in frames:
+        for frame in itertools.chain([first], frames):
             rgb = frame if frame.ndim == 3 else np.repeat(frame[..., None], 3, axis=2)
             if rgb.shape[0] % 2 or rgb.shape[1] % 2:
                 rgb = np.pad(rgb, ((0, rgb.shape[0] % 2), (0, rgb.shape[1] % 2), (0, 0)))
@@ -387,3 +439,112 @@ def iter_recordings(directory: str | os.PathLike[str], **kwargs: Any) -> Iterato
             yield read_recording(path, **kwargs)
         except ArgumentError:
             continue  # not a recording (collect's own index, for one)
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReplayReport:
+    """What :func:`replay` found.
+
+    Attributes:
+        path: the recording.
+        steps: steps replayed (up to the first mismatch).
+        recorded: steps the recording has.
+        mismatch: the first difference, in words; ``""`` when everything matched.
+        complete: whether the recording has its end record.
+    """
+
+    path: Path
+    steps: int
+    recorded: int
+    mismatch: str
+    complete: bool
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatch
+
+    def text(self) -> str:
+        partial = "" if self.complete else " (an incomplete recording: the server stopped)"
+        if self.ok:
+            return (
+                f"{self.path}: replayed {self.steps} steps{partial}; rewards, observations, "
+                "terminated and truncated all match exactly"
+            )
+        return f"{self.path}: differs at {self.mismatch}{partial}"
+
+
+def _same(space: gym_spaces.Space[Any], a: Any, b: Any) -> bool:
+    if is_array_space(space):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    return bool(encode(space, a, "list") == encode(space, b, "list"))
+
+
+def replay(path: str | os.PathLike[str]) -> ReplayReport:
+    """Re-run a recorded episode from its seed and actions, in this process, and check
+    that every reward (the env's own, and the served step rewards), observation,
+    terminated and truncated is exactly what was recorded.
+
+    Raises:
+        ArgumentError: the recording cannot be replayed (it started from a snapshot,
+            or has no seed), or its environment cannot be made here.
+    """
+    from openenv_mcp.options import make_config
+    from openenv_mcp.registry import get_env_class
+    from openenv_mcp.rewards import RewardSet, Step, load_rewards
+
+    recording = read_recording(path)
+    start = recording.start
+    if start.get("from_snapshot"):
+        raise ArgumentError(
+            f"{recording.path} started from a snapshot, not a seed: it cannot be replayed"
+        )
+    if start.get("seed") is None:
+        raise ArgumentError(
+            f"{recording.path} was reset without a seed, so its randomness cannot be "
+            "reproduced; reset with seed=... to record replayable episodes"
+        )
+    env_cls = get_env_class(start["env_class"])
+    env = env_cls(make_config(env_cls.Config, start["config"], env_cls.name))
+    rewards = RewardSet([*env.rewards(), *load_rewards(start.get("rewards", []))])
+    space = env.observation_space
+    report = ReplayReport(recording.path, 0, len(recording.steps), "", recording.complete)
+    try:
+        observation, _ = env.reset(seed=start["seed"], options=start.get("options"))
+        if not _same(space, observation, recording.observation):
+            report.mismatch = "the first observation (after reset)"
+            return report
+        for recorded in recording.steps:
+            result = env.step(env.parse_action(recorded.action))
+            got: dict[str, Any] = {
+                "env_reward": float(result.reward),
+                "terminated": bool(result.terminated),
+                "truncated": bool(result.truncated),
+            }
+            if rewards.step:
+                step = Step(
+                    recorded.index,
+                    recorded.action,
+                    result.observation,
+                    float(result.reward),
+                    bool(result.terminated),
+                    bool(result.truncated),
+                    to_jsonable(dict(result.info)),
+                )
+                got["reward"] = rewards.evaluate(step)[0]
+            for key, value in got.items():
+                expected = getattr(recorded, key)
+                if value != expected:
+                    report.mismatch = (
+                        f"step {recorded.index}: {key} {value!r}, recorded {expected!r}"
+                    )
+                    return report
+            if not _same(space, result.observation, recorded.observation):
+                report.mismatch = f"step {recorded.index}: the observation"
+                return report
+            report.steps += 1
+    finally:
+        env.close()
+    return report

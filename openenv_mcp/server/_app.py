@@ -12,12 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from fastmcp import FastMCP
 from pydantic import BaseModel
 
 from openenv_mcp._version import __version__
 from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError
+from openenv_mcp.recording import finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
 from openenv_mcp.server._catalog import DirectCalls, ModelTool, UnknownToolErrors, build_tools
 from openenv_mcp.server._episodes import EpisodeTable
@@ -63,6 +65,7 @@ class EnvApp:
                 "env_class": f"{env_cls.__module__}:{env_cls.__qualname__}",
                 "title": self.prototype.title,
                 "config": config.model_dump(mode="json"),
+                "rewards": list(settings.reward),
             },
         )
         runtime: Runtime
@@ -101,6 +104,8 @@ class EnvApp:
         finally:
             await self.runtime.aclose()
             self.prototype.close()
+            if self.settings.record is not None and self.settings.record_video:
+                await anyio.to_thread.run_sync(finish_videos)
 
     def local_env(self, episode_id: str) -> Environment[Any]:
         """The environment of a live episode, where it lives in this process (tests, debugging).

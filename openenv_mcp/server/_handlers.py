@@ -54,8 +54,17 @@ class Handlers:
         #: The agent profile answers with text and image only: some harnesses drop
         #: the image of a result that has structuredContent (see the README).
         self.agent = settings.profile == "agent"
+        self._unseeded = 0
         #: Whether rewards are served beside the env's own (``--reward``, ``env.rewards()``).
         self.rewarded = bool(settings.reward) or bool(prototype.rewards())
+
+    def _default_seed(self) -> int | None:
+        """``settings.seed``, then one more for each reset that passed no seed."""
+        if self.settings.seed is None:
+            return None
+        seed = self.settings.seed + self._unseeded
+        self._unseeded += 1
+        return seed
 
     def _frames(self, frames: Frames | None) -> Frames:
         if self.agent:
@@ -86,7 +95,8 @@ class Handlers:
                 if snapshot is not None:
                     outcome = await table.call(episode, "restore", snapshot.saved, frames)
                 else:
-                    outcome = await table.call(episode, "reset", args.seed, args.options, frames)
+                    seed = args.seed if args.seed is not None else self._default_seed()
+                    outcome = await table.call(episode, "reset", seed, args.options, frames)
         except BaseException:
             if created:
                 await table.close(episode.id)

@@ -253,7 +253,10 @@ class EnvRunner:
                 )
                 call = None
             found = self._events(before, result)
-            events += [f"{e} (step {self.step_count})" for e in found] if repeat > 1 else found
+            if repeat > 1:  # say when, unless the event does
+                at = f"step {self.step_count}"
+                found = [e if at in e else f"{e} ({at})" for e in found]
+            events += found
             if self.status == "ended" or _lost_a_life(before, self.info):
                 break  # a model should look before it goes on
         self.reward = total

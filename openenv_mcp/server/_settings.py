@@ -82,6 +82,12 @@ class ServerSettings(BaseModel):
         "(repeatable; step rewards are summed into reward, each part reported in rewards; "
         "trajectory rewards score the episode at its end).",
     )
+    seed: int | None = Field(
+        None,
+        ge=0,
+        description="Seed for a reset that passes none: the first such reset uses it, the "
+        "next seed+1, and so on (an agent's games then replay exactly).",
+    )
     record: str | None = Field(
         None,
         description="Record every episode (each step, action, reward, info, frame, and the "

@@ -115,6 +115,9 @@ def _worker_main(fd: int) -> None:
     for runner in runners.values():
         with contextlib.suppress(Exception):
             runner.close()
+    from openenv_mcp.recording import finish_videos
+
+    finish_videos()  # a recorded episode's video, still being written
 
 
 def _load_main(path: str) -> None:
