@@ -148,9 +148,14 @@ class EpisodeRecorder:
         """Begin a new file (the previous episode of this handle ends as ``reset``)."""
         self.end("reset")
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._resets += 1
-        self.path = self.directory / f"{self.episode_id}-{self._resets:04d}.jsonl"
-        self._file = open(self.path, "ab")  # noqa: SIM115 - held open for the episode
+        while True:  # a fresh file, never one written before (a renewed env counts anew)
+            self._resets += 1
+            self.path = self.directory / f"{self.episode_id}-{self._resets:04d}.jsonl"
+            try:
+                self._file = open(self.path, "xb")  # noqa: SIM115 - held open for the episode
+                break
+            except FileExistsError:
+                continue
         self._codec.previous = None
         if self._frame_codec is not None:
             self._frame_codec.previous = None
@@ -534,6 +539,8 @@ def replay(path: str | os.PathLike[str]) -> ReplayReport:
                     to_jsonable(dict(result.info)),
                 )
                 got["reward"] = rewards.evaluate(step)[0]
+            else:  # served as the env's own
+                got["reward"] = got["env_reward"]
             for key, value in got.items():
                 expected = getattr(recorded, key)
                 if value != expected:

@@ -184,10 +184,7 @@ class EnvRunner:
             recorded = self.recorder.start(seed, options, observation, self.info)
         seeded = f", seed {seed}" if seed is not None else ""
         head = f"New episode of {self.env.title} (episode {self.episode_id}{seeded})"
-        outcome = self._outcome(frames, head, [], reset=True)
-        if recorded is not None:
-            outcome.view["recording"] = str(recorded)
-        return outcome
+        return self._recorded(self._outcome(frames, head, [], reset=True), recorded)
 
     def step(self, action: Any, frames: Frames, repeat: int = 1) -> Outcome:
         """Parse ``action`` on this episode's environment, step it (``repeat`` times,
@@ -376,15 +373,22 @@ class EnvRunner:
         self.observation, self.info, self.mask = saved.observation, dict(saved.info), saved.mask
         self.trajectory, self.scored = list(saved.trajectory), None
         self.env_return = saved.env_return
+        recorded = None
         if self.recorder is not None:  # not replayable from a seed: the start says so
-            self.recorder.start(
+            recorded = self.recorder.start(
                 None, None, self.observation, self.info, from_snapshot=True, step=saved.step
             )
         head = (
             f"Episode {self.episode_id} of {self.env.title} continues from a snapshot at step "
             f"{self.step_count} (return {self.episode_return:g})"
         )
-        return self._outcome(frames, head, [], reset=True)
+        return self._recorded(self._outcome(frames, head, [], reset=True), recorded)
+
+    @staticmethod
+    def _recorded(outcome: Outcome, path: Any) -> Outcome:
+        if path is not None:
+            outcome.view["recording"] = str(path)
+        return outcome
 
     def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Run the environment's own episode tool ``name``; a JSON-able answer."""
