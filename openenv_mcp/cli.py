@@ -61,8 +61,10 @@ def _options_help(model: type[BaseModel]) -> str:
     """One line per field: its flag, help and default (click keeps ``\\b`` blocks unwrapped)."""
     lines = ["\b"]
     for name, field in model.model_fields.items():
-        default = field.default
+        default = field.get_default(call_default_factory=True)
         shown = "on" if default is True else "off" if default is False else default
+        if isinstance(default, list):
+            shown = "repeatable" if not default else default
         names = flag(name)
         if field.annotation in (bool, bool | None):
             names += f" / --no-{flag(name)[2:]}"
@@ -179,7 +181,10 @@ def describe(
         "spec": env_app.spec(),
         "metadata": env_app.prototype.metadata(),
         "settings": {
-            name: {"default": field.default, "description": field.description or ""}
+            name: {
+                "default": field.get_default(call_default_factory=True),
+                "description": field.description or "",
+            }
             for name, field in ServerSettings.model_fields.items()
         },
         "tools": [

@@ -364,11 +364,18 @@ def test_grpo_advantages_are_group_relative() -> None:
 
 
 @pytest.mark.integration
-def test_grpo_atari_runs_and_forks_start_identical() -> None:
-    out = run_example("grpo_atari.py", "--quick")
+def test_grpo_atari_runs_and_forks_start_identical(tmp_path: Path) -> None:
+    out = run_example("grpo_atari.py", "--quick", "--record", str(tmp_path))
     assert "forks started identical: True" in out, out
     rows = re.findall(r"^\s+\d+\s+yes\s", out, re.M)
     assert len(rows) == 2, out
+    # A GRPO run, recorded: the trunk from its seed, every fork from its snapshot.
+    from openenv_mcp.recording import iter_recordings
+
+    recordings = list(iter_recordings(tmp_path, observations=False))
+    forks = [r for r in recordings if r.start["from_snapshot"]]
+    assert forks and len(forks) < len(recordings)
+    assert all(r.complete for r in recordings)
 
 
 def test_atari_forks_of_one_snapshot_stay_identical() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 from fastmcp import Client
 
@@ -155,3 +156,25 @@ async def test_the_client_and_its_adapters_keep_the_breakdown() -> None:
             assert info["rewards"]["polite"] == 1.0 and r == info["reward"]
             *_, info = await env.step("bye")
             assert info["trajectory"]["scores"]["said_bye"] == 10.0
+
+
+def test_the_gymnasium_and_vector_adapters_keep_the_breakdown() -> None:
+    from openenv_mcp.client import MCPGymEnv, MCPVectorEnv
+
+    env = MCPGymEnv(echo_server("tests.rewards_for_tests:echo_with_trajectory"))
+    try:
+        env.reset(seed=0)
+        _, reward, _, _, info = env.step("please")
+        assert info["rewards"]["polite"] == 1.0 and reward == pytest.approx(info["reward"])
+        *_, info = env.step("bye")
+        assert info["trajectory"]["credit"]["said_bye"] == [5.0, 10.0]
+    finally:
+        env.close()
+    envs = MCPVectorEnv(echo_server("tests.rewards_for_tests:echo"), num_envs=2)
+    try:
+        envs.reset(seed=0)
+        _, rewards, _, _, infos = envs.step(np.array(["please", "no"], dtype=object))
+        assert list(infos["rewards"]["polite"]) == [1.0, 0.0]
+        assert rewards == pytest.approx(infos["rewards"]["total"])
+    finally:
+        envs.close()
