@@ -64,7 +64,7 @@ def _options_help(model: type[BaseModel]) -> str:
         default = field.get_default(call_default_factory=True)
         shown = "on" if default is True else "off" if default is False else default
         if isinstance(default, list):
-            shown = "repeatable" if not default else default
+            shown = default or "repeatable"
         names = flag(name)
         if field.annotation in (bool, bool | None):
             names += f" / --no-{flag(name)[2:]}"
