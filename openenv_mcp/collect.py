@@ -35,7 +35,7 @@ import anyio
 
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.recording import iter_recordings
-from openenv_mcp.rewards import _import
+from openenv_mcp.registry import load_reference
 
 __all__ = ["CollectConfig", "CollectResult", "run_collect"]
 
@@ -184,13 +184,7 @@ def _check_header(config: CollectConfig, out: Path) -> None:
 
 def load_policy(ref: str) -> Callable[..., Any]:
     """``package.module:fn`` as a callable (``random`` is handled by the collector)."""
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise ArgumentError(f"--policy takes random or package.module:fn, got {ref!r}")
-    try:
-        fn = getattr(_import(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ArgumentError(f"--policy {ref!r}: {exc}") from None
+    fn = load_reference(ref, "--policy")
     if not callable(fn):
         raise ArgumentError(f"--policy {ref!r} is a {type(fn).__name__}, not a function")
     return fn  # type: ignore[no-any-return]

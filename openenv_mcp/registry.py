@@ -15,11 +15,13 @@ A reference can also be used directly where a name is expected
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from openenv_mcp.errors import DependencyNotInstalled, UnknownEnv, did_you_mean
+from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, UnknownEnv, did_you_mean
 
 if TYPE_CHECKING:
     from openenv_mcp.environment import Environment
@@ -31,6 +33,7 @@ __all__ = [
     "get_entry",
     "get_env_class",
     "is_reference",
+    "load_reference",
     "register",
 ]
 
@@ -43,6 +46,39 @@ def is_reference(name: str) -> bool:
     """Whether ``name`` is a ``"module:Class"`` reference rather than a registered name."""
     module, sep, attr = name.partition(":")
     return bool(sep and module and attr)
+
+
+def load_reference(reference: str, what: str) -> Any:
+    """The object a ``package.module:name`` reference names (``--reward``, ``--policy``).
+
+    A module not found on ``sys.path`` is looked for in the current directory too,
+    as ``python -m`` would (``--reward harness_examples.rewards:breakout`` from the
+    repository's root).
+
+    Raises:
+        ArgumentError: naming ``what`` (the option), the reference and what failed.
+    """
+    module_name, _, attr = reference.partition(":")
+    if not is_reference(reference):
+        raise ArgumentError(f"{what} takes package.module:name, got {reference!r}")
+    try:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            here = os.getcwd()
+            if here in sys.path:
+                raise
+            sys.path.append(here)
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ArgumentError(f"{what} {reference!r}: {exc}") from None
+    if not hasattr(module, attr):
+        names = [n for n in vars(module) if not n.startswith("_")]
+        raise ArgumentError(
+            f"{what} {reference!r}: module {module_name!r} has no {attr!r}."
+            f"{did_you_mean(attr, names)}"
+        )
+    return getattr(module, attr)
 
 
 @dataclass(frozen=True)

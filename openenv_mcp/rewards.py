@@ -23,10 +23,7 @@ the objects the env returns, never on what went over the wire.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
-import os
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -406,18 +403,6 @@ def _run(r: Reward, step: Step, breakdown: dict[str, float]) -> float:
         ) from exc
 
 
-def _import(name: str) -> Any:
-    """Import ``name``; failing that, from the current directory too (as ``python -m`` does)."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError:
-        here = os.getcwd()
-        if here in sys.path:
-            raise
-        sys.path.append(here)
-        return importlib.import_module(name)
-
-
 def load_rewards(refs: Sequence[str]) -> list[Reward | TrajectoryReward]:
     """The rewards named by ``package.module:obj`` references.
 
@@ -427,15 +412,11 @@ def load_rewards(refs: Sequence[str]) -> list[Reward | TrajectoryReward]:
     Raises:
         ArgumentError: naming the reference and what it found instead.
     """
+    from openenv_mcp.registry import load_reference
+
     found: list[Reward | TrajectoryReward] = []
     for ref in refs:
-        module_name, _, attr = ref.partition(":")
-        if not module_name or not attr:
-            raise ArgumentError(f"--reward takes package.module:obj, got {ref!r}")
-        try:
-            obj: Any = getattr(_import(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ArgumentError(f"--reward {ref!r}: {exc}") from None
+        obj = load_reference(ref, "--reward")
         if callable(obj) and not isinstance(obj, Reward | TrajectoryReward):
             obj = obj()
         items = list(obj) if isinstance(obj, list | tuple) else [obj]

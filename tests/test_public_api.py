@@ -70,6 +70,7 @@ PUBLIC = {
         "get_entry",
         "get_env_class",
         "is_reference",
+        "load_reference",
         "register",
     ],
     "openenv_mcp.rewards": [

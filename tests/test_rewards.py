@@ -59,7 +59,7 @@ def test_credit_back_to_steps() -> None:
 def test_bad_rewards_are_refused_clearly() -> None:
     with pytest.raises(ArgumentError, match="unique"):
         RewardSet([examples.polite, examples.polite])
-    with pytest.raises(ArgumentError, match=r"package\.module:obj"):
+    with pytest.raises(ArgumentError, match=r"package\.module:name"):
         load_rewards(["no_colon"])
     with pytest.raises(ArgumentError, match="nothing_here"):
         load_rewards(["tests.rewards_for_tests:nothing_here"])
