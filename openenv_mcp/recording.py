@@ -25,6 +25,8 @@ also written as ``.mp4`` beside it, for people.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -63,6 +65,11 @@ log = logging.getLogger("openenv_mcp.recording")
 #: The recording format's version, in every start record.
 FORMAT = 1
 _PACKAGES = ("openenv-mcp", "gymnasium", "ale-py", "numpy", "fastmcp", "mcp")
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
+    return tuple(versions().items())
 
 
 def versions() -> dict[str, str]:
@@ -252,6 +259,8 @@ def video_later(path: Path) -> None:
     """Write ``path``'s MP4 on a thread (stepping goes on meanwhile); see :func:`finish_videos`."""
 
     def run() -> None:
+        with contextlib.suppress(OSError, AttributeError):  # stepping goes first
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         try:
             write_video(iter_frames(path), path.with_suffix(".mp4"))
         except Exception:  # a video is for people: it must never touch the recording
@@ -305,6 +314,8 @@ def write_video(frames: Iterable[np.ndarray], path: Path, fps: int = 15) -> None
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height = width + width % 2, height + height % 2
         stream.pix_fmt = "yuv420p"
+        stream.options = {"preset": "veryfast"}
+        stream.thread_count = 1  # one core at most, beside the stepping
         for frame in itertools.chain([first], frames):
             rgb = frame if frame.ndim == 3 else np.repeat(frame[..., None], 3, axis=2)
             if rgb.shape[0] % 2 or rgb.shape[1] % 2:

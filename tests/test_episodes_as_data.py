@@ -150,10 +150,12 @@ def test_collect_with_a_scripted_harness_in_parallel_and_resume(tmp_path: Path) 
         command,
         "--game",
         "breakout",
-        "--no-record-video",
     )
     assert "episodes (this run)              2" in first.stdout
     assert "episode" in first.stderr and "100%" in first.stderr  # the progress bar
+    # The agent profile writes a video of each episode beside its recording, for people.
+    (video,) = (out / "episodes" / "agent-00000").glob("*.mp4")
+    assert video.stat().st_size > 1000
     again = cli(
         "collect",
         "atari",
@@ -167,7 +169,6 @@ def test_collect_with_a_scripted_harness_in_parallel_and_resume(tmp_path: Path) 
         command,
         "--game",
         "breakout",
-        "--no-record-video",
         "--json",
     )
     summary = json.loads(again.stdout)

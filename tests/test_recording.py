@@ -94,7 +94,7 @@ async def test_frames_that_are_not_the_observation_are_recorded_and_make_a_video
 ) -> None:
     av = pytest.importorskip("av", reason="the [data] extra installs av")
     with anyio.fail_after(60):
-        server = recorded_server(tmp_path, frame=True)
+        server = recorded_server(tmp_path, frame=True, settings={"record_video": True})
         async with Client(server) as c:
             path = Path((await c.call_tool("reset", {"seed": 0})).structured_content["recording"])
             for message in ("red", "green", "bye"):

@@ -51,6 +51,8 @@ class EnvApp:
         scale = settings.frame_scale
         if scale is None and settings.profile == "full":
             scale = 1
+        video = settings.record_video
+        self.record_video = settings.profile == "agent" if video is None else video
         # Loaded here once to fail at start (a bad reference, clashing names); each
         # runner loads its own where its env lives.
         rewards = RewardSet([*self.prototype.rewards(), *load_rewards(settings.reward)])
@@ -59,7 +61,7 @@ class EnvApp:
             frame_scale=scale,
             rewards=tuple(settings.reward),
             record=None if settings.record is None else str(Path(settings.record).resolve()),
-            record_video=settings.record_video,
+            record_video=self.record_video,
             describe={
                 "env": env_cls.name,
                 "env_class": f"{env_cls.__module__}:{env_cls.__qualname__}",
@@ -104,7 +106,7 @@ class EnvApp:
         finally:
             await self.runtime.aclose()
             self.prototype.close()
-            if self.settings.record is not None and self.settings.record_video:
+            if self.settings.record is not None and self.record_video:
                 await anyio.to_thread.run_sync(finish_videos)
 
     def local_env(self, episode_id: str) -> Environment[Any]:

@@ -93,8 +93,11 @@ class ServerSettings(BaseModel):
         description="Record every episode (each step, action, reward, info, frame, and the "
         "tool calls) into this directory, flushed per step; see openenv-mcp replay/export.",
     )
-    record_video: bool = Field(
-        True, description="With --record: also write an MP4 of each episode that has frames."
+    record_video: bool | None = Field(
+        None,
+        description="With --record: also write an MP4 of each episode that has frames, for "
+        "people, at low priority after it ends (default: on for the agent profile, off for "
+        "the full one: a trainer's thousands of episodes want data, not films).",
     )
     fast_path: bool = Field(
         True,
