@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from fastmcp import Client
 
+from echo_env import EchoEnv
 from openenv_mcp import MCPEnvClient
 from openenv_mcp.errors import ArgumentError, RewardFailed
 from openenv_mcp.rewards import (
@@ -178,3 +179,31 @@ def test_the_gymnasium_and_vector_adapters_keep_the_breakdown() -> None:
         assert rewards == pytest.approx(infos["rewards"]["total"])
     finally:
         envs.close()
+
+
+class PoliteEcho(EchoEnv):
+    """An env that brings its own composed reward (no --reward needed)."""
+
+    name = "polite_echo"
+
+    def rewards(self) -> list[Any]:
+        return [WeightedSum([EnvReward(), examples.polite], name="own")]
+
+
+async def test_an_env_can_bring_its_own_rewards_and_agents_see_them() -> None:
+    with anyio.fail_after(60):
+        async with Client(build_server(PoliteEcho)) as c:
+            await c.call_tool("reset", {})
+            view = (await c.call_tool("step", {"action": "please"})).structured_content
+            assert (
+                view["rewards"]["own"] == pytest.approx(1.6)
+                and view["reward"] == view["rewards"]["own"]
+            )
+        agent = build_server(PoliteEcho, settings=ServerSettings(profile="agent"))
+        async with Client(agent) as c:
+            assert "episode_summary" in {t.name for t in await c.list_tools()}
+            await c.call_tool("reset", {})
+            text = (await c.call_tool("step", {"action": "please"})).content[0].text
+            assert "reward +1.6" in text
+            summary = await c.call_tool("episode_summary", {})
+            assert '"env_return":0.6' in summary.content[0].text.replace(" ", "")
