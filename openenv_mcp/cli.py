@@ -108,6 +108,21 @@ def serve(
             "show any stderr line as an error), INFO over HTTP."
         ),
     ] = None,
+    web: Annotated[
+        bool,
+        typer.Option(
+            "--web", help="With --http: serve the web page at /web/ (play, watch, inspect, replay)."
+        ),
+    ] = False,
+    web_port: Annotated[
+        int | None,
+        typer.Option(
+            help="With --stdio: also serve the web page on this loopback port (0: any free "
+            "port), to watch the agent playing; the address is logged on stderr.",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
@@ -117,6 +132,16 @@ def serve(
 
     if stdio and http:
         raise _fail("choose one transport: --stdio or --http")
+    if web and not http:
+        raise _fail(
+            "--web serves the page beside /mcp over HTTP: add --http (or, over "
+            "stdio, use --web-port PORT)"
+        )
+    if web_port is not None and http:
+        raise _fail(
+            "--web-port is for a stdio server; over HTTP use --web (the page is at "
+            "/web/ on the server's own port)"
+        )
     level = (log_level or ("INFO" if http else "WARNING")).upper()
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s: %(message)s")
     env_cls = _load(env)
@@ -136,7 +161,15 @@ def serve(
     )
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(
-            lambda: run_server(server, transport, host=host, port=port, auth_token=auth_token)
+            lambda: run_server(
+                server,
+                transport,
+                host=host,
+                port=port,
+                auth_token=auth_token,
+                web=web,
+                web_port=web_port,
+            )
         )
     _SERVED.set()
 

@@ -85,12 +85,18 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     auth_token: str | None = None,
+    web: bool = False,
+    web_port: int | None = None,
 ) -> None:
     """Run ``server`` until the client leaves (stdio EOF) or the process is stopped.
 
     Over HTTP the server binds ``host`` (loopback by default), validates Host
     and Origin headers, and, with ``auth_token``, requires
     ``Authorization: Bearer <token>`` (mandatory off loopback).
+    With ``web`` an HTTP server also serves its web page at ``/web/``; with
+    ``web_port`` a stdio server serves the page (and ``/mcp``) on that loopback
+    port, so a person can watch the agent playing over stdio (0: any free port;
+    the address is logged on stderr).
     Every episode is closed on the way out, freeing its environment. If an
     environment call hung past its timeout is still running then, the process
     exits (status 0) without waiting for it: a thread cannot be stopped.
@@ -103,12 +109,26 @@ async def serve(
     if transport == "http":
         direct = app.direct_calls(server, "streamable-http") if app.settings.fast_path else None
         http_options = http_run_options(host, auth_token, direct)
+        if web:
+            from openenv_mcp.server._web import WEB_PATH, mount_web
+
+            mount_web(server, app, auth_token)
+            log.info("the web page: http://%s:%d%s/", host, port, WEB_PATH)
+    viewer = None
+    if transport == "stdio" and web_port is not None:
+        from openenv_mcp.server._web import bind_viewer
+
+        viewer = bind_viewer(web_port)
     try:
         if transport == "stdio":
             async with anyio.create_task_group() as tg:
                 # SIGTERM/SIGINT end a stdio server like EOF does: episodes closed,
                 # exit status 0. (uvicorn handles them itself for HTTP.)
                 tg.start_soon(_stop_on_signal, tg.cancel_scope)
+                if viewer is not None:
+                    from openenv_mcp.server._web import run_viewer
+
+                    tg.start_soon(run_viewer, server, app, viewer)
                 if app.settings.fast_path:
                     await serve_stdio(server, app)
                 else:

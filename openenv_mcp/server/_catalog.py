@@ -29,6 +29,7 @@ from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import Environment, EnvTool
 from openenv_mcp.errors import ArgumentError, OpenEnvError, UnknownTool, did_you_mean
 from openenv_mcp.options import format_validation_error
+from openenv_mcp.server._feed import current_tool
 from openenv_mcp.server._handlers import Handlers, direct_transport
 from openenv_mcp.server._results import Reply, episode_output_schema, error_result
 from openenv_mcp.server._runner import MAX_REPEAT
@@ -277,6 +278,7 @@ class ModelTool(Tool):
         except ValidationError as exc:
             message = format_validation_error(self.name, exc, known=self.args_model.model_fields)
             return error_result(ArgumentError(message))
+        token = current_tool.set(self.name)
         try:
             return await self.handler(args)
         except OpenEnvError as exc:
@@ -285,6 +287,8 @@ class ModelTool(Tool):
             # The details go to the server log, never to a client.
             log.exception("tool %s failed", self.name)
             return error_result(OpenEnvError(f"internal error in {self.name}; see the server log"))
+        finally:
+            current_tool.reset(token)
 
 
 def portable(schema: Any) -> Any:

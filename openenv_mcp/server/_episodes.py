@@ -33,6 +33,7 @@ from openenv_mcp.errors import (
     UnknownEpisode,
     UnknownSnapshot,
 )
+from openenv_mcp.server._feed import Feed
 from openenv_mcp.server._runner import Outcome, SavedEpisode
 from openenv_mcp.server._runtime import Runtime
 from openenv_mcp.server._settings import ServerSettings
@@ -89,6 +90,8 @@ class EpisodeTable:
         self.snapshots: dict[str, Snapshot] = {}
         #: The episode used when a single-client caller passes no handle.
         self.default_id: str | None = None
+        #: What watchers see of the episodes (the web page); ``None`` when nobody can watch.
+        self.feed: Feed | None = None
 
     # -- lookup ----------------------------------------------------------------------
 
@@ -183,6 +186,8 @@ class EpisodeTable:
             id=episode_id, ref=await self._new_env(episode_id), last_used=self.clock()
         )
         self.episodes[episode.id] = episode
+        if self.feed is not None:
+            self.feed.opened(episode.id)
         return episode
 
     async def _new_env(self, episode_id: str) -> Any:
@@ -219,6 +224,8 @@ class EpisodeTable:
             self.snapshots.pop(snapshot_id, None)
         async with episode.lock:  # a call in flight on this episode finishes first
             await self.runtime.discard(episode.ref)
+        if self.feed is not None:
+            self.feed.closed_episode(episode_id)
 
     async def close_all(self) -> None:
         """Close every episode (server shutdown)."""
@@ -290,7 +297,21 @@ class EpisodeTable:
             elif isinstance(outcome, Outcome):
                 view = outcome.view
                 episode.last_view = {k: v for k, v in view.items() if k != "observation"}
+            if self.feed is not None:
+                self.feed.called(episode.id, method, args[i], outcomes[i])
         return outcomes
+
+    async def peek_frame(self, episode: Episode) -> bytes | None:
+        """The episode's current frame as PNG, for a watcher: no tool call, nothing
+        recorded, and a failure (``None``) never breaks the episode."""
+        async with episode.lock:
+            if self.episodes.get(episode.id) is not episode or episode.broken:
+                return None
+            (png,) = await self.runtime.run([(episode.ref, "frame_png", ())])
+        if isinstance(png, Exception):
+            log.debug("episode %s: no frame for a watcher: %r", episode.id, png)
+            return None
+        return png if isinstance(png, bytes) else None
 
     def failed(self, episode: Episode, what: str, exc: Exception) -> OpenEnvError:
         """The error to send for ``exc``, raised by ``episode``'s environment in ``what``.

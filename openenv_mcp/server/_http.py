@@ -8,6 +8,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import urllib.parse
 from typing import Any
 
 import orjson
@@ -68,12 +69,17 @@ class GuardMiddleware:
         headers = dict(scope.get("headers") or [])
         if self.token is not None:
             given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, b"Bearer " + self.token):
+            if not hmac.compare_digest(given, b"Bearer " + self.token) and not (
+                _page_token(scope, headers, self.token)
+            ):
                 what = "a wrong bearer token" if given else "no Authorization header"
+                how = "'Authorization: Bearer <token>'"
+                if str(scope.get("path", "")).startswith("/web"):
+                    how += " (a browser: open /web/?token=<token>)"
                 await _reject(
                     send,
                     401,
-                    f"this server requires 'Authorization: Bearer <token>'; got {what}",
+                    f"this server requires {how}; got {what}",
                     [(b"www-authenticate", b"Bearer")],
                 )
                 return
@@ -172,6 +178,33 @@ class DirectPath:
             }
         )
         await send({"type": "http.response.body", "body": reply})
+
+
+def _page_token(scope: Scope, headers: dict[bytes, bytes], token: bytes) -> bool:
+    """Whether a request for the web page carries the token the way a browser can: the
+    page itself as ``/web/?token=T`` (the address a person opens), its own requests
+    in the cookie that page set (``SameSite=Strict``: no other site's page sends it).
+    Only under ``/web``: ``/mcp`` takes the Authorization header alone."""
+    path: str = scope.get("path", "")
+    if not (path == "/web" or path.startswith("/web/")):
+        return False
+    for given in _cookies(headers.get(b"cookie", b"")):
+        if hmac.compare_digest(given, token):
+            return True
+    if path in ("/web", "/web/") and scope.get("method") == "GET":
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        return any(hmac.compare_digest(v.encode(), token) for v in query.get("token", []))
+    return False
+
+
+def _cookies(header: bytes) -> list[bytes]:
+    """The values of every token cookie in a Cookie header."""
+    found = []
+    for part in header.split(b";"):
+        name, _, value = part.strip().partition(b"=")
+        if name == b"openenv_mcp_token":
+            found.append(value)
+    return found
 
 
 def _replay(body: bytes, receive: Receive, pending: Any = None) -> Receive:

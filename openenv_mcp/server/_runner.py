@@ -342,6 +342,14 @@ class EnvRunner:
         )
         return self._outcome(frames, head, [])
 
+    def frame_png(self) -> bytes | None:
+        """The current frame as PNG at the environment's size, for a watcher (nothing
+        recorded, nothing counted); ``None`` where there is no frame yet."""
+        if not self._has_frame or self.status == "new":
+            return None
+        frame = self.env.render()
+        return None if frame is None else encode_png(frame)
+
     def snapshot(self) -> SavedEpisode:
         """The episode's full state, for :meth:`restore` here or in another runner."""
         if self.status == "new":
