@@ -248,3 +248,22 @@ INITIALIZE = {
         "clientInfo": {"name": "fuzz", "version": "0"},
     },
 }
+
+
+def ensure_installed(script: str, what: str) -> str:
+    """Run one of the project's set-up scripts (``scripts/SCRIPT``) and return its stdout,
+    or skip the test, saying why, where the install cannot happen here."""
+    try:
+        proc = subprocess.run(
+            ["bash", str(ROOT / "scripts" / script)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"{what} could not be installed: {exc}")
+    if proc.returncode != 0:
+        pytest.skip(
+            f"{what} could not be installed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}"
+        )
+    return proc.stdout

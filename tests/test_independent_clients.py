@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import ROOT, http_server
+from tests.servers import ROOT, ensure_installed, http_server
 
 pytestmark = pytest.mark.integration
 
@@ -25,21 +25,8 @@ SDK_CLIENT = Path(__file__).parent / "node" / "mcp_sdk_client.cjs"
 
 @pytest.fixture(scope="session")
 def node_tools() -> dict[str, str]:
-    try:
-        proc = subprocess.run(
-            ["bash", str(ROOT / "scripts" / "ensure_node_tools.sh")],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"Node 22 / MCP Inspector could not be installed: {exc}")
-    if proc.returncode != 0:
-        pytest.skip(
-            "Node 22 / MCP Inspector could not be installed from npm "
-            f"(exit {proc.returncode}): {proc.stderr.strip()[-800:]}"
-        )
-    return dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    out = ensure_installed("ensure_node_tools.sh", "Node 22 / the MCP Inspector (from npm)")
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
 def server_command(env: str, *options: str) -> list[str]:

@@ -127,19 +127,20 @@ class Feed:
 
     # -- from the episode table ------------------------------------------------------------
 
-    def opened(self, episode_id: str) -> None:
+    def opened(self, episode_id: str) -> Watched:
         """A new episode (before its first reset)."""
         watched = Watched(
             watch_id=f"w_{secrets.token_urlsafe(9)}", episode_id=episode_id, opened=self.clock()
         )
         self.by_handle[episode_id] = watched
         self.by_watch[watched.watch_id] = watched
+        return watched
 
     def called(self, episode_id: str, method: str, args: tuple[Any, ...], answer: Any) -> None:
         """A call on an episode's environment and what it answered (a value or an error)."""
         watched = self.by_handle.get(episode_id)
-        if watched is None:
-            return
+        if watched is None:  # opened before anyone could watch (the feed came on later)
+            watched = self.opened(episode_id)
         tool, arguments = self._call(method, args)
         event: dict[str, Any] = {"tool": tool, "arguments": arguments}
         view = getattr(answer, "view", None)

@@ -204,6 +204,11 @@ function show(result, tool, label) {
   const view = result.structuredContent || {};
   const text = resultText(result);
   if (view.episode_id) state.episode = view.episode_id;
+  else if (tool === "reset") {
+    // The agent profile answers with text and image only; its reset names the episode.
+    const named = text.match(/\b(ep_[A-Za-z0-9_-]{8,})/);
+    if (named) state.episode = named[1];
+  }
   if (tool === "reset") { state.frames = []; $("play-history").replaceChildren(); }
   const image = resultImage(result);
   if (image) drawFrame(image);
@@ -224,11 +229,12 @@ function show(result, tool, label) {
     const reward = view.reward !== undefined ? ` → ${num(view.reward)} (return ${num(view.episode_return)})` : "";
     addHistory(`#${view.step ?? "?"} ${label}${reward}${(view.events || []).length ? ": " + view.events.join("; ") : ""}`);
   } else {
-    addHistory(`reset${view.info && view.info.seed !== undefined ? "" : ""}: ${view.summary ? view.summary.split(". ")[0] : "new episode"}`);
+    addHistory(`reset: ${view.summary ? view.summary.split(". ")[0] : "new episode"}`);
   }
   state.frames.push({ image: image ? `data:${image.mimeType};base64,${image.data}` : null, step: view.step, label, reward: view.reward, ret: view.episode_return, summary: view.summary || text });
   if (state.frames.length > 5000) state.frames.shift();
-  for (const b of document.querySelectorAll("#play-actions button")) b.disabled = view.status === "ended";
+  state.ended = view.status ? view.status === "ended" : /Episode over/.test(text);
+  for (const b of document.querySelectorAll("#play-actions button")) b.disabled = state.ended;
 }
 
 // Real time: the game runs on at the emulator's pace (15 steps a second for Atari v5),
@@ -239,7 +245,7 @@ const REALTIME_MS = 1000 / 15;
 function tick() {
   setTimeout(tick, REALTIME_MS);
   if (!realtime() || state.busy || !state.episode || document.hidden || $("play").hidden) return;
-  if ($("stat-status").textContent === "ended") return;
+  if (state.ended) return;
   const action = actionForKeys() || "NOOP";
   tapped.clear();
   act(action);

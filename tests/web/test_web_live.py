@@ -7,6 +7,7 @@ import contextlib
 import json
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -152,3 +153,45 @@ def test_web_flags_say_which_transport_they_belong_to() -> None:
             stdin=subprocess.DEVNULL,
         )
         assert proc.returncode != 0 and expected in proc.stderr, proc.stderr
+
+
+def test_the_readme_rollout_to_watch_runs_and_is_listed() -> None:
+    with http_server("atari", "--game", "breakout", "--web") as url:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "harness_examples" / "watch_rollout.py"),
+                "--url",
+                url,
+                "--episodes",
+                "2",
+                "--fps",
+                "0",
+                "--max-steps",
+                "40",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.count("steps, return") == 2
+        rows = httpx.get(f"{url.removesuffix('/mcp')}/web/api/episodes", timeout=10).json()
+        (row,) = rows["episodes"]  # one client, one episode, reset twice, then closed
+        assert row["status"] == "closed" and row["calls"] >= 2 + 2 * 1
+
+
+def test_watching_episodes_held_in_worker_processes() -> None:
+    with http_server("atari", "--game", "pong", "--web", "--workers", "2") as url:
+        base = url.removesuffix("/mcp")
+        with MCPEnvClient(url).sync() as env:
+            env.reset(seed=0)
+            for _ in range(5):
+                env.step("FIRE")
+            row = only_row(base)
+            assert row["step"] == 5
+            frame = httpx.get(f"{base}/web/api/episodes/{row['watch_id']}/frame", timeout=30)
+            assert frame.status_code == 200 and frame.content[:4] == b"\x89PNG"
+            seen = watch_until(base, row["watch_id"], lambda s: any(k == "frame" for k, _ in s))
+            assert [e["step"] for e in seen[0][1]["history"]] == [0, 1, 2, 3, 4, 5]
