@@ -18,6 +18,7 @@ __all__ = [
     "EnvTool",
     "Environment",
     "MCPEnvClient",
+    "Resources",
     "ServerSettings",
     "StepResult",
     "build_server",
@@ -30,6 +31,7 @@ _EXPORTS = {
     "EnvTool": "openenv_mcp.environment",
     "Environment": "openenv_mcp.environment",
     "StepResult": "openenv_mcp.environment",
+    "Resources": "openenv_mcp.environment",
     "MCPEnvClient": "openenv_mcp.client",
     "ServerSettings": "openenv_mcp.server",
     "build_server": "openenv_mcp.server",
@@ -40,5 +42,12 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
     from openenv_mcp.client import MCPEnvClient
-    from openenv_mcp.environment import Action, ActionSet, Environment, EnvTool, StepResult
+    from openenv_mcp.environment import (
+        Action,
+        ActionSet,
+        Environment,
+        EnvTool,
+        Resources,
+        StepResult,
+    )
     from openenv_mcp.server import ServerSettings, build_server, serve

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
@@ -92,8 +93,18 @@ def serve(
     ],
     stdio: Annotated[bool, typer.Option("--stdio", help="Serve over stdio (default).")] = False,
     http: Annotated[bool, typer.Option("--http", help="Serve over Streamable HTTP.")] = False,
-    host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,
+    host: Annotated[
+        str, typer.Option(envvar="OPENENV_MCP_HOST", help="HTTP bind address.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="OPENENV_MCP_PORT", help="HTTP port.")] = 8765,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            envvar="OPENENV_MCP_ALLOWED_HOSTS",
+            help="Another name clients may reach the server by (the Host header), e.g. a "
+            "Kubernetes Service's; repeatable. Loopback names are always allowed.",
+        ),
+    ] = None,
     auth_token: Annotated[
         str | None,
         typer.Option(
@@ -152,7 +163,8 @@ def serve(
         settings = make_config(ServerSettings, settings_options, "server settings")
         server = build_server(env_cls, settings=settings, **options)
         if http:
-            http_run_options(host, auth_token)  # refuse an unsafe bind before starting
+            # refuse an unsafe bind before starting
+            http_run_options(host, auth_token, allowed_hosts=allowed_host or [])
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     transport: Literal["stdio", "http"] = "http" if http else "stdio"
@@ -169,9 +181,96 @@ def serve(
                 auth_token=auth_token,
                 web=web,
                 web_port=web_port,
+                allowed_hosts=allowed_host or [],
             )
         )
     _SERVED.set()
+
+
+@app.command(context_settings=_EXTRA)
+def check(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Environment name (an entry point), or module:Class.")],
+    stdio: Annotated[
+        bool, typer.Option(help="Also serve it over stdio and play an episode through it.")
+    ] = True,
+) -> None:
+    """Check ENV before shipping it: it loads, its manifest holds, it keeps the contract
+    (spaces, seeds, snapshots, worker processes, MCP), its rewards stay in range, every
+    tool schema is portable, and it serves over stdio. Exits 1 if anything fails.
+    Environment options follow, as for serve."""
+    from openenv_mcp.check import run_checks
+
+    logging.basicConfig(stream=sys.stderr, level="WARNING")
+    lines = run_checks(env, list(ctx.args), stdio=stdio)
+    failed = [line for line in lines if not line.ok]
+    for line in lines:
+        mark = "ok    " if line.ok else "FAILED"
+        typer.echo(f"{mark} {line.name}" + (f": {line.detail}" if line.detail else ""))
+    typer.echo(f"check {env}: {len(lines) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def init(
+    name: Annotated[str, typer.Argument(help="The environment's name: a lower-case identifier.")],
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Where to write the package (default: ./NAME).")
+    ] = None,
+    kind: Annotated[
+        str,
+        typer.Option(
+            help="What the example env is: "
+            "discrete (named actions), text (text in and out), continuous (Box), "
+            "frames (an RGB image observation)."
+        ),
+    ] = "discrete",
+) -> None:
+    """Write a new environment package NAME: a pyproject registering it, an env class
+    with a worked example of each part of the contract, a README, tests and a Dockerfile.
+    Then: pip install -e NAME, openenv-mcp check NAME, openenv-mcp serve NAME --stdio."""
+    from openenv_mcp.scaffold import init_package
+
+    try:
+        written = init_package(name, directory, kind)  # type: ignore[arg-type]
+    except OpenEnvError as exc:
+        raise _fail(str(exc)) from None
+    root = written[0].parent
+    for path in written:
+        typer.echo(f"wrote {path}")
+    typer.echo(
+        f"\nnext:\n  pip install -e {root}\n  openenv-mcp check {name}\n"
+        f"  openenv-mcp serve {name} --stdio"
+    )
+
+
+@app.command(context_settings=_EXTRA)
+def dockerfile(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Environment name, or module:Class.")],
+    install: Annotated[
+        str | None,
+        typer.Option(
+            help="Install the package in this directory of the image (the build context, "
+            "copied in: /app) instead of the released one from the package index."
+        ),
+    ] = None,
+) -> None:
+    """Print a Dockerfile serving ENV over HTTP, generated from its manifest (non-root,
+    a bearer token required, a health check). Environment options follow, as for serve."""
+    from openenv_mcp.manifest import build_manifest
+    from openenv_mcp.options import make_config
+    from openenv_mcp.scaffold import dockerfile as render
+
+    env_cls = _load(env)
+    try:
+        config = make_config(
+            env_cls.Config, parse_env_options(env_cls, list(ctx.args)), env_cls.name
+        )
+        typer.echo(render(build_manifest(env_cls, config), install=install), nl=False)
+    except OpenEnvError as exc:
+        raise _fail(str(exc)) from None
 
 
 @app.command("list")
@@ -190,8 +289,17 @@ def describe(
     ctx: typer.Context,
     env: Annotated[str, typer.Argument(help="Environment name, or module:Class.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    manifest: Annotated[
+        bool,
+        typer.Option(
+            "--manifest",
+            help="Print only its manifest (openenv-mcp.manifest/1, JSON): what a registry or "
+            "a deployer needs.",
+        ),
+    ] = False,
 ) -> None:
     """Describe ENV: its options, actions, observation and MCP tools."""
+    from openenv_mcp.manifest import build_manifest
     from openenv_mcp.server import build_server, get_app
 
     env_cls = _load(env)
@@ -200,6 +308,10 @@ def describe(
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     env_app = get_app(server)
+    declared = json.loads(build_manifest(env_cls, env_app.config).model_dump_json())
+    if manifest:
+        typer.echo(json.dumps(declared, indent=2))
+        return
     tools = env_app.tools
     info: dict[str, Any] = {
         "env": env_cls.name,
@@ -224,6 +336,7 @@ def describe(
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ],
+        "manifest": declared,
     }
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))

@@ -26,6 +26,7 @@ live episode and never calls an instance from two threads at once.
 
 from __future__ import annotations
 
+import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -45,6 +46,7 @@ __all__ = [
     "ConfigT",
     "EnvTool",
     "Environment",
+    "Resources",
     "StepResult",
     "contract_problems",
     "reject_options",
@@ -264,6 +266,24 @@ class EnvTool:
     read_only: bool = True
 
 
+@dataclass(frozen=True)
+class Resources:
+    """What one server of an environment needs, declared by the environment for its
+    manifest (a deployer's requests and limits).
+
+    Attributes:
+        cpu: cores one server uses when busy.
+        memory_mib: memory of one server with ``episodes`` live episodes, in MiB.
+        episodes: the live episodes ``memory_mib`` is for.
+        episode_timeout_s: how long one episode may take, wall clock, in seconds.
+    """
+
+    cpu: float = 1.0
+    memory_mib: int = 512
+    episodes: int = 64
+    episode_timeout_s: float = 3600.0
+
+
 class Environment(ABC, Generic[ConfigT]):
     """An RL environment that openenv-mcp can serve.
 
@@ -299,6 +319,13 @@ class Environment(ABC, Generic[ConfigT]):
     action_tools: ClassVar[bool] = True
     #: What ``step``'s ``action`` argument is, for a model reading the tool.
     action_description: ClassVar[str] = ""
+    #: The least and greatest reward one step can give (the manifest's ``reward_range``;
+    #: ``openenv-mcp check`` holds the env to it).
+    reward_range: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
+    #: What one server of this env needs, for a deployer (the manifest's ``resources``).
+    resources: ClassVar[Resources] = Resources()
+    #: Whether it runs with no network at all (no downloads, no remote calls).
+    offline: ClassVar[bool] = True
 
     #: The space of actions ``step`` takes (set in ``__init__``).
     action_space: spaces.Space[Any]

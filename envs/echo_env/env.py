@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from openenv_mcp.environment import Environment, EnvTool, StepResult, reject_options
+from openenv_mcp.environment import Environment, EnvTool, Resources, StepResult, reject_options
 from openenv_mcp.errors import InvalidAction, UnsupportedOption
 from openenv_mcp.spaces import AnyText
 
@@ -40,6 +40,7 @@ class EchoEnv(Environment[EchoConfig]):
     Config: ClassVar[type[BaseModel]] = EchoConfig
     supports_snapshots: ClassVar[bool] = True
     run_inline: ClassVar[bool] = True  # microseconds of CPU per call, never blocks
+    resources: ClassVar[Resources] = Resources(cpu=0.25, memory_mib=256, episodes=1024)
     action_description: ClassVar[str] = "The message to echo ('bye' ends the episode)."
 
     def __init__(self, config: EchoConfig) -> None:

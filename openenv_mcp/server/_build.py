@@ -19,7 +19,7 @@ from openenv_mcp.environment import Environment
 from openenv_mcp.options import make_config
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
-from openenv_mcp.server._http import http_run_options
+from openenv_mcp.server._http import http_run_options, mount_health
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._stdio import serve_stdio
 
@@ -87,6 +87,7 @@ async def serve(
     auth_token: str | None = None,
     web: bool = False,
     web_port: int | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> None:
     """Run ``server`` until the client leaves (stdio EOF) or the process is stopped.
 
@@ -96,7 +97,8 @@ async def serve(
     With ``web`` an HTTP server also serves its web page at ``/web/``; with
     ``web_port`` a stdio server serves the page (and ``/mcp``) on that loopback
     port, so a person can watch the agent playing over stdio (0: any free port;
-    the address is logged on stderr).
+    the address is logged on stderr). ``allowed_hosts`` are more names clients may
+    reach the server by (its Host header): a Kubernetes Service's, a proxy's.
     Every episode is closed on the way out, freeing its environment. If an
     environment call hung past its timeout is still running then, the process
     exits (status 0) without waiting for it: a thread cannot be stopped.
@@ -108,7 +110,8 @@ async def serve(
     http_options = {}
     if transport == "http":
         direct = app.direct_calls(server, "streamable-http") if app.settings.fast_path else None
-        http_options = http_run_options(host, auth_token, direct)
+        http_options = http_run_options(host, auth_token, direct, allowed_hosts or [])
+        mount_health(server, app)
         if web:
             from openenv_mcp.server._web import WEB_PATH, mount_web
 

@@ -9,23 +9,42 @@ import hmac
 import ipaddress
 import json
 import urllib.parse
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
+from fastmcp import FastMCP
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from openenv_mcp._compat import METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, VERSION_META
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._catalog import DirectCalls, dumps
 
-__all__ = ["MAX_BODY", "MCP_PATH", "TOKEN_ENV", "DirectPath", "http_run_options", "is_loopback"]
+if TYPE_CHECKING:
+    from openenv_mcp.server._app import EnvApp
+
+__all__ = [
+    "HEALTH_PATH",
+    "MAX_BODY",
+    "MCP_PATH",
+    "TOKEN_ENV",
+    "DirectPath",
+    "http_run_options",
+    "is_loopback",
+    "mount_health",
+]
 
 #: Where the MCP endpoint is served.
 MCP_PATH = "/mcp"
 
 #: Environment variable holding the bearer token when --auth-token is not given.
 TOKEN_ENV = "OPENENV_MCP_AUTH_TOKEN"
+#: A GET that answers while the server is up (container health checks, probes): the
+#: one route that needs no token, and says nothing but that it is up.
+HEALTH_PATH = "/healthz"
 #: Largest request body accepted (bytes).
 MAX_BODY = 16 * 1024 * 1024
 
@@ -67,7 +86,7 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if self.token is not None:
+        if self.token is not None and scope.get("path") != HEALTH_PATH:
             given = headers.get(b"authorization", b"")
             if not hmac.compare_digest(given, b"Bearer " + self.token) and not (
                 _page_token(scope, headers, self.token)
@@ -220,7 +239,10 @@ def _replay(body: bytes, receive: Receive, pending: Any = None) -> Receive:
 
 
 def http_run_options(
-    host: str, token: str | None, direct: DirectCalls | None = None
+    host: str,
+    token: str | None,
+    direct: DirectCalls | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Keyword arguments for FastMCP's ``run_http_async`` that make it safe (and fast).
 
@@ -232,15 +254,26 @@ def http_run_options(
             f"binding {host!r} exposes the server beyond this machine, so it needs a bearer "
             f"token: pass --auth-token TOKEN or set {TOKEN_ENV}"
         )
-    allowed_hosts = ["127.0.0.1", "localhost", "[::1]"]
+    hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     if not is_loopback(host):
-        allowed_hosts.append(host)
+        hosts.append(host)
     middleware = [Middleware(GuardMiddleware, token=token)]
     if direct is not None:
         middleware.append(Middleware(DirectPath, direct=direct))
     return {
         "path": MCP_PATH,
         "host_origin_protection": True,
-        "allowed_hosts": allowed_hosts,
+        "allowed_hosts": hosts,
         "middleware": middleware,
     }
+
+
+def mount_health(server: FastMCP, app: EnvApp) -> None:
+    """Answer ``GET /healthz`` on ``server``'s HTTP app: 200 and the env's name."""
+    name = app.env_cls.name
+
+    async def health(request: Request) -> Response:
+        body = json.dumps({"status": "ok", "env": name, "episodes": len(app.table.episodes)})
+        return Response(body, media_type="application/json")
+
+    server.custom_route(HEALTH_PATH, methods=["GET"])(health)
