@@ -11,7 +11,9 @@ It checks, in order, and says how to fix what fails:
 3. **the contract** (:func:`openenv_mcp.testing.check_env`): declarations,
    spaces that travel, observations in their space, seeded determinism,
    snapshots, a worker process, an MCP round trip in memory;
-4. **reward range**: a seeded rollout's rewards lie in the declared ``reward_range``;
+4. **reward range and offline**: a seeded rollout, with the network blocked, keeps
+   its rewards in the declared ``reward_range`` and, if it declares ``offline``,
+   never reaches the network;
 5. **tool schemas**: every tool, in both profiles, travels to every client
    (:mod:`openenv_mcp.portability`);
 6. **stdio**: ``openenv-mcp serve ENV --stdio`` starts, and a real MCP client
@@ -96,7 +98,7 @@ def run_checks(env: str, args: list[str], stdio: bool = True) -> list[CheckLine]
     cls = env_cls
     run.attempt("manifest", lambda: _manifest(cls, options))
     _contract(run, cls, options)
-    run.attempt("reward range", lambda: _reward_range(cls, options))
+    run.attempt("reward range and offline", lambda: _rollout(cls, options))
     run.attempt("tool schemas", lambda: _schemas(cls, options))
     if stdio:
         run.attempt("stdio round trip", lambda: _stdio(env, args))
@@ -151,6 +153,36 @@ def _contract(run: _Run, env_cls: type[Environment[Any]], options: dict[str, Any
         run.add(f"contract: {skipped}", True, "skipped")
 
 
+def _rollout(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
+    """A seeded rollout, its network blocked: rewards in range, and ``offline`` true."""
+    import socket
+    from unittest import mock
+
+    tried: list[str] = []
+    connect = socket.socket.connect
+
+    def refuse(sock: socket.socket, address: Any) -> Any:
+        if sock.family == socket.AF_UNIX:
+            return connect(sock, address)
+        tried.append(repr(address))
+        raise OSError(f"openenv-mcp check: no network (the env tried {address!r})")
+
+    with mock.patch.object(socket.socket, "connect", refuse):
+        try:
+            ranged = _reward_range(env_cls, options)
+        except Exception:
+            if not tried:
+                raise
+            ranged = "(the rollout failed without the network)"
+    if tried and env_cls.offline:
+        raise _Failed(
+            f"it declares offline = True but connected to {', '.join(tried[:3])}: set offline "
+            "= False on the class, or stop reaching the network"
+        )
+    where = "needs the network (offline = False)" if tried else "no network used"
+    return f"{ranged}; {where}"
+
+
 def _reward_range(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
     import numpy as np
 
@@ -159,8 +191,7 @@ def _reward_range(env_cls: type[Environment[Any]], options: dict[str, Any]) -> s
     from openenv_mcp.spaces import encode
 
     low, high = env_cls.reward_range
-    if math.isinf(low) and math.isinf(high):
-        return "none declared (set reward_range on the class to have it checked)"
+    declared = not (math.isinf(low) and math.isinf(high))
     env = env_cls(make_config(env_cls.Config, options, env_cls.name))
     try:
         env.action_space.seed(0)
@@ -188,6 +219,8 @@ def _reward_range(env_cls: type[Environment[Any]], options: dict[str, Any]) -> s
                 _, info = env.reset()
     finally:
         env.close()
+    if not declared:
+        return f"{len(seen)} seeded steps; no reward_range declared (set it to have it checked)"
     outside = [r for r in seen if not low <= r <= high]
     if outside:
         raise _Failed(

@@ -9,6 +9,7 @@ exact command outside a container.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -103,6 +104,19 @@ class OutOfRange(NamedWrong):
     reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
 
 
+class CallsHome(OutOfRange):
+    name: ClassVar[str] = "calls_home"
+    description: ClassVar[str] = "Says it is offline, then phones a server on every step."
+    reward_range: ClassVar[tuple[float, float]] = (-10.0, 10.0)
+
+    def step(self, action: Any) -> StepResult:
+        import socket
+
+        with socket.socket() as sock, contextlib.suppress(OSError):
+            sock.connect(("127.0.0.1", 9))
+        return super().step(action)
+
+
 def test_a_manifest_refuses_what_it_cannot_hold() -> None:
     with pytest.raises(ValidationError) as caught:
         build_manifest(NamedWrong)
@@ -114,9 +128,10 @@ def test_a_manifest_refuses_what_it_cannot_hold() -> None:
 def test_check_says_what_failed_and_how_to_fix_it() -> None:
     lines = run_checks("tests.test_authoring:OutOfRange", [], stdio=False)
     failed = {line.name: line.detail for line in lines if not line.ok}
-    assert set(failed) == {"reward range"}, failed
-    assert "outside the declared reward_range (0, 1)" in failed["reward range"]
-    assert "widen reward_range, or fix the reward" in failed["reward range"]
+    assert set(failed) == {"reward range and offline"}, failed
+    detail = failed["reward range and offline"]
+    assert "outside the declared reward_range (0, 1)" in detail
+    assert "widen reward_range, or fix the reward" in detail
     bad = {line.name: line.detail for line in run_checks("tests.test_authoring:NamedWrong", [])}
     assert "name: String should match pattern" in bad["manifest"]
     assert "Set these class attributes" in bad["manifest"]
@@ -128,6 +143,9 @@ def test_check_says_what_failed_and_how_to_fix_it() -> None:
     result = runner.invoke(app, ["check", "tests.test_authoring:OutOfRange", "--no-stdio"])
     assert result.exit_code == 1
     assert "FAILED reward range" in result.output and "1 failed" in result.output
+    online = run_checks("tests.test_authoring:CallsHome", [], stdio=False)
+    (failed_line,) = [line for line in online if not line.ok]
+    assert "declares offline = True but connected to" in failed_line.detail
 
 
 # -- init -------------------------------------------------------------------------------------
