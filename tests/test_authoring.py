@@ -405,18 +405,11 @@ def test_a_dockerfile_command_serves_mcp_with_its_token(which: str, tmp_path: Pa
 @pytest.mark.anyio
 async def test_allowed_hosts_and_the_health_route_need_no_token() -> None:
     from openenv_mcp.server import build_server, get_app
-    from openenv_mcp.server._http import MCP_PATH, http_run_options, mount_health
+    from openenv_mcp.server._http import MCP_PATH, guarded_app, mount_health
 
     server = build_server("echo")
     mount_health(server, get_app(server))
-    options = http_run_options("0.0.0.0", "tok", allowed_hosts=["atari.default.svc"])
-    asgi = server.http_app(
-        path=MCP_PATH,
-        transport="http",
-        middleware=options["middleware"],
-        host_origin_protection=True,
-        allowed_hosts=options["allowed_hosts"],
-    )
+    asgi = guarded_app(server, "0.0.0.0", "tok", allowed_hosts=["atari.default.svc"])
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=asgi), base_url="http://atari.default.svc:8765"
     ) as http:

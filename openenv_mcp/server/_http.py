@@ -32,6 +32,7 @@ __all__ = [
     "MCP_PATH",
     "TOKEN_ENV",
     "DirectPath",
+    "guarded_app",
     "http_run_options",
     "is_loopback",
     "mount_health",
@@ -277,3 +278,23 @@ def mount_health(server: FastMCP, app: EnvApp) -> None:
         return Response(body, media_type="application/json")
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(health)
+
+
+def guarded_app(
+    server: FastMCP,
+    host: str,
+    token: str | None,
+    direct: DirectCalls | None = None,
+    allowed_hosts: Sequence[str] = (),
+) -> Any:
+    """``server``'s Streamable HTTP app behind the same guard as ``serve --http``
+    (Host/Origin, token, body size, the direct path): what a viewer beside a stdio
+    server runs, and what tests drive in memory."""
+    options = http_run_options(host, token, direct, allowed_hosts)
+    return server.http_app(
+        path=MCP_PATH,
+        transport="http",
+        middleware=options["middleware"],
+        host_origin_protection=True,
+        allowed_hosts=options["allowed_hosts"],
+    )

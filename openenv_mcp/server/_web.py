@@ -434,17 +434,10 @@ async def run_viewer(server: FastMCP, app: EnvApp, sock: socket.socket) -> None:
     """Serve the page (and ``/mcp``) on ``sock`` while a stdio server runs; a person
     watches the agent that is playing over stdio. Loopback only, no token (as ``/mcp``
     on loopback), Host and Origin checked."""
-    from openenv_mcp.server._http import MCP_PATH, http_run_options
+    from openenv_mcp.server._http import guarded_app
 
     mount_web(server, app, None)
-    options = http_run_options("127.0.0.1", None, app.direct_calls(server, "streamable-http"))
-    http = server.http_app(
-        path=MCP_PATH,
-        transport="http",
-        middleware=options["middleware"],
-        host_origin_protection=True,
-        allowed_hosts=options["allowed_hosts"],
-    )
+    http = guarded_app(server, "127.0.0.1", None, app.direct_calls(server, "streamable-http"))
     port = sock.getsockname()[1]
     log.warning("watch this server in a browser: http://127.0.0.1:%d%s/", port, WEB_PATH)
     viewer = _Viewer(uvicorn.Config(http, log_config=None, lifespan="on", access_log=False))

@@ -23,7 +23,7 @@ from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import UnknownEpisode
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from openenv_mcp.server._feed import BACKLOG, HISTORY
-from openenv_mcp.server._http import MCP_PATH, http_run_options
+from openenv_mcp.server._http import MCP_PATH, guarded_app
 from openenv_mcp.server._web import CSP, WebPage, mount_web
 
 pytestmark = pytest.mark.anyio
@@ -51,14 +51,7 @@ def web_app(server: FastMCP, token: str | None = None) -> Any:
     """``server``'s HTTP app with the page, guarded as ``serve --http --web`` guards it."""
     app = get_app(server)
     mount_web(server, app, token)
-    options = http_run_options("127.0.0.1", token, app.direct_calls(server, "streamable-http"))
-    return server.http_app(
-        path=MCP_PATH,
-        transport="http",
-        middleware=options["middleware"],
-        host_origin_protection=True,
-        allowed_hosts=options["allowed_hosts"],
-    )
+    return guarded_app(server, "127.0.0.1", token, app.direct_calls(server, "streamable-http"))
 
 
 def browser(app: Any, **kwargs: Any) -> httpx.AsyncClient:
