@@ -318,9 +318,32 @@ def _resolve(config: BenchConfig) -> tuple[type[Environment[Any]], BaseModel, di
     return env_cls, make_config(env_cls.Config, options, env_cls.name), options
 
 
-def _sampler(env: Environment[Any]) -> Callable[[np.random.Generator], Any]:
+@dataclass(frozen=True)
+class _Pick:
+    """A random legal action of an env whose legal actions change with its state
+    (``info["action_mask"]``): chosen where the episode is, by each side alike (the
+    episodes are the same, seeds taking effect, so their masks are too)."""
+
+    k: int
+    start: int = 0
+
+    def resolve(self, mask: Any) -> int:
+        legal = np.flatnonzero(np.asarray(mask))
+        if not len(legal):
+            raise ArgumentError("the episode has no legal action (an all-zero action_mask)")
+        return self.start + int(legal[self.k % len(legal)])
+
+
+def _resolve_pick(action: Any, mask: Any) -> Any:
+    return action.resolve(mask) if isinstance(action, _Pick) else action
+
+
+def _sampler(env: Environment[Any], info: dict[str, Any]) -> Callable[[np.random.Generator], Any]:
     """Draw one random action (as it travels on the wire), from the seeded generator."""
     actions, space = env.action_set, env.action_space
+    if info.get("action_mask") is not None and isinstance(space, gym_spaces.Discrete):
+        start = int(space.start)
+        return lambda rng: _Pick(int(rng.integers(2**31)), start)
     if actions is not None:
         return actions.sample
     if isinstance(space, gym_spaces.Text):
@@ -359,23 +382,33 @@ class _RawSide:
         self.envs = [env_cls(config) for _ in range(batch)]
         self._seeds = _Seeds(seed, batch)
         self.elapsed = 0.0
+        #: Each env's legal actions now, where it has a mask (picked actions need it).
+        self.masks: list[Any] = []
         for i, env in enumerate(self.envs):
-            env.reset(seed=seed + i)
+            _, info = env.reset(seed=seed + i)
+            self.masks.append(info.get("action_mask"))
 
     def run(self, actions: list[Any], tally: _Tally) -> None:
-        parsed = [self.envs[0].parse_action(a) for a in actions]  # the server parses; untimed
         envs, n = self.envs, len(self.envs)
+        # The server parses; untimed, except for actions picked where the episode is.
+        picked = any(isinstance(a, _Pick) for a in actions)
+        parsed = actions if picked else [envs[0].parse_action(a) for a in actions]
         gc.collect()
         paused = 0.0
         start = time.perf_counter()
         for k, action in enumerate(parsed):
-            env = envs[k % n]
+            i = k % n
+            env = envs[i]
+            if picked:
+                action = env.parse_action(_resolve_pick(action, self.masks[i]))
             result = env.step(action)
             tally.reward += result.reward
+            self.masks[i] = result.info.get("action_mask")
             if result.terminated or result.truncated:
                 tally.ended += 1
                 began = time.perf_counter()
-                env.reset(seed=self._seeds())
+                _, info = env.reset(seed=self._seeds())
+                self.masks[i] = info.get("action_mask")
                 paused += time.perf_counter() - began
         self.elapsed = time.perf_counter() - start - paused
 
@@ -417,8 +450,10 @@ class _McpSide:
             raise ArgumentError(f"--batch {batch} needs a server with a {STEP_BATCH_TOOL} tool")
 
     async def start(self) -> None:
+        self.masks: list[Any] = []
         for i, client in enumerate(self.clients):
-            await client.reset(seed=self.seed + i)
+            _, info = await client.reset(seed=self.seed + i)
+            self.masks.append(info.get("action_mask"))
 
     async def run(self, actions: list[Any], tally: _Tally) -> None:
         n = len(self.clients)
@@ -427,6 +462,7 @@ class _McpSide:
         self._paused = 0.0
         start = time.perf_counter()
         for group in calls:
+            group = [_resolve_pick(a, self.masks[i]) for i, a in enumerate(group)]
             if n > 1 and not self.concurrent:
                 await self._step_batch(group, tally)
                 continue
@@ -442,8 +478,8 @@ class _McpSide:
         """One ``step`` call; its reward and whether the episode ended."""
         if self.frames == "none":
             return await client.call("step", action=action, frames="none")
-        _, reward, terminated, truncated, _ = await client.step(action)
-        return {"reward": reward, "ended": terminated or truncated}
+        _, reward, terminated, truncated, info = await client.step(action)
+        return {"reward": reward, "ended": terminated or truncated, "info": info}
 
     async def _step_concurrently(self, actions: list[Any]) -> list[dict[str, Any]]:
         """One ``step`` call per episode, all in flight at once."""
@@ -460,11 +496,13 @@ class _McpSide:
     async def _step_batch(self, actions: list[Any], tally: _Tally) -> None:
         if self._wire_frames != "none":
             transitions = await step_batch(self.clients, actions)
-            for client, (_, reward, terminated, truncated, _) in zip(
+            for client, (_, reward, terminated, truncated, info) in zip(
                 self.clients, transitions, strict=True
             ):
                 await self._count(
-                    client, {"reward": reward, "ended": terminated or truncated}, tally
+                    client,
+                    {"reward": reward, "ended": terminated or truncated, "info": info},
+                    tally,
                 )
             return
         # The client always asks for observations; "none" is the bare tool call.
@@ -481,10 +519,13 @@ class _McpSide:
     async def _count(self, client: Episode, view: dict[str, Any], tally: _Tally) -> None:
         """Add a step's reward; reset (untimed) an episode that ended."""
         tally.reward += float(view["reward"])
+        i = self.clients.index(client) if len(self.clients) > 1 else 0
+        self.masks[i] = (view.get("info") or {}).get("action_mask")
         if view.get("ended") or view.get("terminated") or view.get("truncated"):
             tally.ended += 1
             began = time.perf_counter()
-            await client.reset(seed=self._seeds())
+            _, info = await client.reset(seed=self._seeds())
+            self.masks[i] = info.get("action_mask")
             self._paused += time.perf_counter() - began
 
 
@@ -650,7 +691,7 @@ async def _bench(config: BenchConfig, progress: Progress) -> BenchResult:
     steps = calls * batch
     raw = _RawSide(env_cls, env_config, batch, config.seed)
     try:
-        sample = _sampler(raw.envs[0])
+        sample = _sampler(raw.envs[0], {"action_mask": raw.masks[0]})
         lists = list(
             _action_lists(sample, config.seed, config.warmup * batch, *[steps] * config.repeats)
         )
@@ -731,7 +772,7 @@ async def _live(config: BenchConfig, count: int, progress: Progress) -> LiveResu
     env_cls, env_config, options = _resolve(config)
     prototype = env_cls(env_config)
     try:
-        sample = _sampler(prototype)
+        sample = _sampler(prototype, prototype.reset(seed=config.seed)[1])
     finally:
         prototype.close()
     rng = np.random.default_rng(config.seed)
@@ -741,21 +782,22 @@ async def _live(config: BenchConfig, count: int, progress: Progress) -> LiveResu
         # The first episode pays for lazy imports (and starts any worker processes):
         # memory per episode is counted from after it.
         start = time.perf_counter()
-        await root.reset(seed=config.seed)
+        masks = [(await root.reset(seed=config.seed))[1].get("action_mask")]
         gc.collect()
         rss_before = _rss_mib(pid, tree=True)
         clients = [root, *(root.spawn() for _ in range(count - 1))]
         for i, client in enumerate(clients[1:], start=1):
-            await client.reset(seed=config.seed + i)
+            masks.append((await client.reset(seed=config.seed + i))[1].get("action_mask"))
             if (i + 1) % 100 == 0:
                 took = time.perf_counter() - start
                 progress(f"opened {i + 1}/{count} episodes ({took:.0f} s)")
         open_s = time.perf_counter() - start
         start = time.perf_counter()
         failures: list[str] = []
-        for client in clients:
+        for client, mask in zip(clients, masks, strict=True):
             try:
-                await client.call("step", action=sample(rng), frames="none")
+                action = _resolve_pick(sample(rng), mask)
+                await client.call("step", action=action, frames="none")
             except OpenEnvError as exc:
                 failures.append(f"{client.episode_id}: {type(exc).__name__}: {exc}")
         step_check_s = time.perf_counter() - start

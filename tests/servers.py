@@ -267,3 +267,18 @@ def ensure_installed(script: str, what: str) -> str:
             f"{what} could not be installed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}"
         )
     return proc.stdout
+
+
+#: Registered envs whose every run is a process of its own (a sandbox): their
+#: parametrized cases belong in the integration tier.
+PROCESS_ENVS = frozenset({"coding"})
+
+
+def registered_envs() -> list[Any]:
+    """Every registered env name, as parameters (process envs marked integration)."""
+    from openenv_mcp.registry import env_names
+
+    return [
+        pytest.param(name, marks=pytest.mark.integration) if name in PROCESS_ENVS else name
+        for name in env_names()
+    ]

@@ -34,11 +34,11 @@ from openenv_mcp.cli import app
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.manifest import FORMAT, build_manifest, manifest_schema
-from openenv_mcp.registry import env_names, get_env_class, register
+from openenv_mcp.registry import get_env_class, register
 from openenv_mcp.scaffold import KINDS, dockerfile, init_package
 from openenv_mcp.testing import check_env
 from tests.figures import record_figure
-from tests.servers import CLI, ROOT, free_port, stop
+from tests.servers import CLI, ROOT, free_port, registered_envs, stop
 
 runner = CliRunner()
 SCHEMA_FILE = ROOT / "openenv_mcp" / "manifest.schema.json"
@@ -55,7 +55,7 @@ def test_the_published_schema_is_the_models() -> None:
     jsonschema.Draft202012Validator.check_schema(published)
 
 
-@pytest.mark.parametrize("name", env_names())
+@pytest.mark.parametrize("name", registered_envs())
 def test_every_registered_env_has_a_valid_manifest(name: str) -> None:
     manifest = build_manifest(get_env_class(name))
     data = json.loads(manifest.model_dump_json())

@@ -250,3 +250,29 @@ def test_cli_defaults_are_the_library_defaults() -> None:
     )
     # The bench measures what a trainer gets by default.
     assert config.frames == Session(memory_server("echo")).frames
+
+
+@pytest.mark.parametrize(
+    ("args", "batch"),
+    [([], "1"), (["--concurrent"], "3"), ([], "3")],
+)
+def test_envs_whose_legal_actions_change_step_the_same_workload(
+    args: list[str], batch: str
+) -> None:
+    # Tic-tac-toe: each step's legal actions are the empty cells (info["action_mask"]);
+    # both sides pick the same legal action where their episode is.
+    data = bench_json(
+        "openspiel",
+        "--game",
+        "tic_tac_toe",
+        "--transport",
+        "memory",
+        "--batch",
+        batch,
+        *args,
+        "--frames",
+        "none",
+        *TINY,
+    )
+    assert data["raw_reward_total"] == data["mcp_reward_total"]
+    assert data["raw_episodes_ended"] == data["mcp_episodes_ended"] > 0

@@ -11,19 +11,29 @@ from gymnasium.utils.env_checker import check_env
 
 from openenv_mcp.client import MCPEnvClient, MCPGymEnv
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, InvalidAction, ResetNeeded
-from openenv_mcp.registry import env_names, get_env_class
+from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import build_server
 from openenv_mcp.spaces import JsonSpace
 from openenv_mcp.testing import values_equal
 from tests import dict_env
-from tests.servers import TRANSPORTS, memory_server, serve_target, stdio_command
+from tests.servers import (
+    TRANSPORTS,
+    memory_server,
+    registered_envs,
+    serve_target,
+    stdio_command,
+)
 
 #: Options that make each registered env quick to check (defaults otherwise).
-QUICK_OPTIONS: dict[str, dict[str, Any]] = {"atari": {"game": "pong"}}
+QUICK_OPTIONS: dict[str, dict[str, Any]] = {
+    "atari": {"game": "pong"},
+    # The built-in engine: Stockfish is a process (its own tests are integration).
+    "chess": {"engine": "builtin", "depth": 1},
+}
 
 
-def registered() -> list[str]:
-    return env_names()
+def registered() -> list[Any]:
+    return registered_envs()
 
 
 def server_for(name: str, **options: Any) -> Any:
@@ -54,19 +64,18 @@ def test_seeded_rollouts_repeat(name: str) -> None:
         runs = []
         for _ in range(2):
             env.action_space.seed(5)
-            obs, _ = env.reset(seed=123)
+            obs, info = env.reset(seed=123)
             trace = [obs]
             for _ in range(20):
-                obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+                # Gymnasium's convention: sample among the legal actions where masked.
+                action = env.action_space.sample(mask=info.get("action_mask"))
+                obs, reward, terminated, truncated, info = env.step(action)
                 trace += [obs, reward, terminated, truncated]
                 if terminated or truncated:
-                    obs, _ = env.reset()  # continues the seeded chain
+                    obs, info = env.reset()  # continues the seeded chain
                     trace.append(obs)
             runs.append(trace)
-        assert all(
-            np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
-            for a, b in zip(*runs, strict=True)
-        )
+        assert all(values_equal(a, b) for a, b in zip(*runs, strict=True))
     finally:
         env.close()
 
