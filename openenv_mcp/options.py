@@ -10,14 +10,21 @@ was expected and what came.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from openenv_mcp.errors import ArgumentError, did_you_mean
 
-__all__ = ["flag", "format_validation_error", "make_config", "parse_cli_options"]
+__all__ = [
+    "flag",
+    "format_validation_error",
+    "make_config",
+    "parse_cli_options",
+    "parse_pairs",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -141,4 +148,68 @@ def parse_cli_options(
         else:
             found[owners[name]][name] = value
         i += 1
+    return found
+
+
+def _split_pairs(text: str) -> list[str]:
+    """Split ``a=1,b=[1,2],c="x,y",d=go(board_size=9)`` at top-level commas."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_pairs(
+    text: str,
+    what: str,
+    example: str,
+    read_value: Callable[[str], Any],
+    *,
+    identifiers: bool = True,
+) -> dict[str, Any]:
+    """Options given on one command line as a JSON object or as ``key=value`` pairs
+    separated by commas (``gymnasium --kwargs``, ``openspiel --game-params``).
+
+    Args:
+        what: what the options are, for errors (``"kwargs"``).
+        example: a valid ``key=value`` line, for errors.
+        read_value: turns a pair's value (as written, stripped) into the option's value.
+        identifiers: keys must be Python identifiers (else any non-empty key).
+
+    Raises:
+        ValueError: saying which part could not be read and what was expected.
+    """
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{what}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"{what} must be a JSON object, got {type(value).__name__}")
+        return value
+    found: dict[str, Any] = {}
+    for pair in _split_pairs(text):
+        key, eq, raw = pair.partition("=")
+        key = key.strip()
+        if not eq or not (key.isidentifier() if identifiers else key):
+            raise ValueError(
+                f"expected {what} as key=value pairs separated by commas ({example}) or a "
+                f"JSON object, got {pair!r}"
+            )
+        found[key] = read_value(raw.strip())
     return found

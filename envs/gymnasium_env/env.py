@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.environment import ActionSet, Environment, StepResult, reject_options
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, UnsupportedOption
+from openenv_mcp.options import parse_pairs
 
 # Frames are drawn off screen (rgb_array); without this SDL looks for a display
 # and complains about XDG_RUNTIME_DIR on stderr. Users can still override it.
@@ -59,24 +60,11 @@ _RENDER_LOCK = threading.Lock()
 _PYGAME_ENVS = ("gymnasium.envs.toy_text", "gymnasium.envs.classic_control", "gymnasium.envs.box2d")
 
 
-def _split_pairs(text: str) -> list[str]:
-    """Split ``a=1,b=[1,2],c="x,y"`` at top-level commas."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+def _json_or_string(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw.strip("\"'") if raw[:1] in "\"'" else raw
 
 
 def parse_kwargs(text: str) -> dict[str, Any]:
@@ -90,33 +78,7 @@ def parse_kwargs(text: str) -> dict[str, Any]:
     Raises:
         ValueError: saying which part could not be read and what was expected.
     """
-    text = text.strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"kwargs is not valid JSON ({exc.msg} at column {exc.colno})"
-            ) from None
-        if not isinstance(value, dict):
-            raise ValueError(f"kwargs must be a JSON object, got {type(value).__name__}")
-        return value
-    result: dict[str, Any] = {}
-    for pair in _split_pairs(text):
-        key, eq, raw = pair.partition("=")
-        key = key.strip()
-        if not eq or not key.isidentifier():
-            raise ValueError(
-                f"expected key=value pairs separated by commas (or a JSON object), got {pair!r}"
-            )
-        raw = raw.strip()
-        try:
-            result[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            result[key] = raw.strip("\"'") if raw[:1] in "\"'" else raw
-    return result
+    return parse_pairs(text, "kwargs", "map_name=8x8,is_slippery=false", _json_or_string)
 
 
 class GymnasiumConfig(BaseModel):

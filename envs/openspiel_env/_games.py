@@ -9,7 +9,6 @@ that OpenSpiel does not report, except the short rule summaries in
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pyspiel
 
 from openenv_mcp.errors import ArgumentError, did_you_mean
+from openenv_mcp.options import parse_pairs
 
 __all__ = [
     "RULES",
@@ -34,24 +34,8 @@ _Dynamics = pyspiel.GameType.Dynamics
 _ChanceMode = pyspiel.GameType.ChanceMode
 
 
-def _split_pairs(text: str) -> list[str]:
-    """Split ``a=1,b="x,y",c=go(board_size=9)`` at top-level commas."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+def _unquote(raw: str) -> str:
+    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'" else raw
 
 
 def parse_params(text: str) -> dict[str, Any]:
@@ -63,31 +47,9 @@ def parse_params(text: str) -> dict[str, Any]:
     Raises:
         ValueError: saying which part could not be read and what was expected.
     """
-    text = text.strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"game parameters are not valid JSON ({exc.msg} at column {exc.colno})"
-            ) from None
-        if not isinstance(value, dict):
-            raise ValueError(f"game parameters must be a JSON object, got {type(value).__name__}")
-        return value
-    found: dict[str, Any] = {}
-    for pair in _split_pairs(text):
-        key, eq, raw = pair.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise ValueError(
-                "expected game parameters as key=value pairs separated by commas "
-                f"(board_size=9,komi=6.5) or a JSON object, got {pair!r}"
-            )
-        raw = raw.strip()
-        found[key] = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'" else raw
-    return found
+    return parse_pairs(
+        text, "game parameters", "board_size=9,komi=6.5", _unquote, identifiers=False
+    )
 
 
 @functools.cache
