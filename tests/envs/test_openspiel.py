@@ -10,12 +10,8 @@ HTTP (the MCP Inspector CLI), and a fuzz of every tool.
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import re
-import shlex
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +34,7 @@ from openenv_mcp.testing import check_env
 from openspiel_env import OpenSpielConfig, OpenSpielEnv, list_games, unsupported_games
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import CLI, ROOT, http_server
+from tests.test_harness_examples import dev_env  # noqa: F401  (a shared fixture)
 from tests.test_independent_clients import (  # node_tools: a shared fixture
     call,
     http_target,
@@ -432,28 +429,21 @@ def test_a_seeded_game_through_the_inspector_cli_over_http(
 
 
 @pytest.mark.integration
-def test_the_harness_config_serves_openspiel(tmp_path: Path) -> None:
+def test_the_harness_config_serves_openspiel(
+    tmp_path: Path,
+    dev_env: dict[str, str],  # noqa: F811
+) -> None:
     """harness_examples/openspiel.mcp.json's exact command, filled in as a user would; ./dev
-    runs against a stand-in venv whose openenv-mcp is this interpreter's (no install)."""
+    runs as the other harness configs' tests run it (dev_env: no install)."""
     text = (ROOT / "harness_examples" / "openspiel.mcp.json").read_text()
     assert "/ABSOLUTE/PATH/TO/openenv-mcp" in text
     server = json.loads(text.replace("/ABSOLUTE/PATH/TO/openenv-mcp", str(ROOT)))
     server = server["mcpServers"]["openspiel"]
     assert server["args"][:5] == ["serve", "openspiel", "--stdio", "--profile", "agent"]
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    launcher = venv / "bin" / "openenv-mcp"
-    launcher.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m openenv_mcp.cli "$@"\n')
-    launcher.chmod(0o755)
-    with open(ROOT / "pyproject.toml", "rb") as pyproject:
-        checksum = subprocess.run(
-            ["cksum"], stdin=pyproject, capture_output=True, text=True, check=True, timeout=30
-        ).stdout.split()[0]
-    (venv / f".openenv-mcp-{checksum}").touch()
     transport = StdioTransport(
         command=server["command"],
         args=server["args"],
-        env={**os.environ, **server.get("env", {}), "OPENENV_MCP_VENV": str(venv)},
+        env={**dev_env, **server.get("env", {})},
         cwd=str(tmp_path),  # a harness starts it from anywhere: the path is absolute
     )
 
