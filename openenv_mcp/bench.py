@@ -470,8 +470,8 @@ class _McpSide:
                 views = [await self._step(self.root, group[0])]
             else:
                 views = await self._step_concurrently(group)
-            for client, view in zip(self.clients, views, strict=True):
-                await self._count(client, view, tally)
+            for i, (_, view) in enumerate(zip(self.clients, views, strict=True)):
+                await self._count(i, view, tally)
         self.elapsed = time.perf_counter() - start - self._paused
 
     async def _step(self, client: Episode, action: Any) -> dict[str, Any]:
@@ -496,13 +496,11 @@ class _McpSide:
     async def _step_batch(self, actions: list[Any], tally: _Tally) -> None:
         if self._wire_frames != "none":
             transitions = await step_batch(self.clients, actions)
-            for client, (_, reward, terminated, truncated, info) in zip(
-                self.clients, transitions, strict=True
+            for i, (_, (_, reward, terminated, truncated, info)) in enumerate(
+                zip(self.clients, transitions, strict=True)
             ):
                 await self._count(
-                    client,
-                    {"reward": reward, "ended": terminated or truncated, "info": info},
-                    tally,
+                    i, {"reward": reward, "ended": terminated or truncated, "info": info}, tally
                 )
             return
         # The client always asks for observations; "none" is the bare tool call.
@@ -511,20 +509,19 @@ class _McpSide:
             for c, a in zip(self.clients, actions, strict=True)
         ]
         answer = await self.root.call(STEP_BATCH_TOOL, steps=steps, frames="none")
-        for client, view in zip(self.clients, answer["results"], strict=True):
+        for i, (_, view) in enumerate(zip(self.clients, answer["results"], strict=True)):
             if "error" in view:
                 raise error_from_wire(str(view["error"]))
-            await self._count(client, view, tally)
+            await self._count(i, view, tally)
 
-    async def _count(self, client: Episode, view: dict[str, Any], tally: _Tally) -> None:
-        """Add a step's reward; reset (untimed) an episode that ended."""
+    async def _count(self, i: int, view: dict[str, Any], tally: _Tally) -> None:
+        """Add episode ``i``'s step reward; reset (untimed) it if it ended."""
         tally.reward += float(view["reward"])
-        i = self.clients.index(client) if len(self.clients) > 1 else 0
         self.masks[i] = (view.get("info") or {}).get("action_mask")
         if view.get("ended") or view.get("terminated") or view.get("truncated"):
             tally.ended += 1
             began = time.perf_counter()
-            _, info = await client.reset(seed=self._seeds())
+            _, info = await self.clients[i].reset(seed=self._seeds())
             self.masks[i] = info.get("action_mask")
             self._paused += time.perf_counter() - began
 
