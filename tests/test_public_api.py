@@ -64,7 +64,13 @@ PUBLIC = {
         "value_schema",
     ],
     "openenv_mcp.testing": ["CheckReport", "EnvCheckError", "check_env", "values_equal"],
-    "openenv_mcp.options": ["flag", "format_validation_error", "make_config", "parse_cli_options"],
+    "openenv_mcp.options": [
+        "flag",
+        "format_validation_error",
+        "make_config",
+        "parse_cli_options",
+        "parse_pairs",
+    ],
     "openenv_mcp.registry": [
         "ENTRY_POINT_GROUP",
         "EnvEntry",
