@@ -25,6 +25,8 @@ __all__ = [
     "SERVER_INFO_META",
     "VERSION_META",
     "encode_header_value",
+    "param_headers",
+    "param_headers_mismatch",
     "request_transport",
     "run_standard_stack",
     "use_transport",
@@ -58,6 +60,27 @@ def encode_header_value(value: str) -> str:
     ):
         return value
     return f"=?base64?{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
+
+
+def param_headers(schema: Any, arguments: dict[str, Any]) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers a ``tools/call`` with ``arguments`` must send, for a tool
+    whose input schema marks parameters with ``x-mcp-header`` (none for an invalid
+    marking: conforming clients send none then), as the SDK's client sends them."""
+    from mcp.shared.inbound import find_invalid_x_mcp_header, mcp_param_headers, x_mcp_header_map
+
+    if find_invalid_x_mcp_header(schema) is not None:
+        return {}
+    return mcp_param_headers(x_mcp_header_map(schema), arguments)
+
+
+def param_headers_mismatch(schema: Any, arguments: Any, headers: dict[str, str]) -> bool:
+    """Whether a request's ``Mcp-Param-*`` headers disagree with its body, where the SDK's
+    Streamable HTTP server answers 400 (``mcp.shared.inbound.validate_mcp_param_headers``)."""
+    from mcp.shared.inbound import validate_mcp_param_headers
+
+    if not isinstance(arguments, dict):
+        return True
+    return validate_mcp_param_headers(schema, arguments, headers) is not None
 
 
 # -- FastMCP's server internals ----------------------------------------------------------------

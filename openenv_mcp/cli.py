@@ -134,6 +134,26 @@ def serve(
             max=65535,
         ),
     ] = None,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray",
+            help="Serve over HTTP from --replicas servers on Ray Serve behind one URL (the "
+            "[ray] extra), each episode pinned to the replica holding it.",
+        ),
+    ] = False,
+    replicas: Annotated[int, typer.Option(min=1, help="With --ray: how many server replicas.")] = 2,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="With --ray: join this Ray cluster (e.g. ray://head:10001 or auto) instead of "
+            "starting a local one; it must run with RAY_SERVE_SESSION_ID_HEADER_KEY="
+            "mcp-param-route."
+        ),
+    ] = None,
+    replica_cpus: Annotated[
+        float, typer.Option(min=0.0, help="With --ray: logical CPUs reserved per replica.")
+    ] = 1.0,
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
@@ -141,6 +161,12 @@ def serve(
     from openenv_mcp.server import serve as run_server
     from openenv_mcp.server._http import http_run_options
 
+    if ray:
+        if stdio or web or web_port is not None:
+            raise _fail("--ray serves over HTTP only, without the web page: drop --stdio/--web")
+        http = True
+    elif ray_address is not None:
+        raise _fail("--ray-address is for --ray: add --ray")
     if stdio and http:
         raise _fail("choose one transport: --stdio or --http")
     if web and not http:
@@ -167,6 +193,22 @@ def serve(
             http_run_options(host, auth_token, allowed_hosts=allowed_host or [])
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
+    if ray:
+        _serve_on_ray(
+            env,
+            replicas=replicas,
+            options=make_config(env_cls.Config, options, env).model_dump(
+                mode="json", exclude_unset=True
+            ),
+            settings=settings.model_dump(mode="json", exclude_unset=True),
+            address=ray_address,
+            host=host,
+            port=port,
+            auth_token=auth_token,
+            allowed_hosts=allowed_host or [],
+            replica_cpus=replica_cpus,
+        )
+        return
     transport: Literal["stdio", "http"] = "http" if http else "stdio"
     logging.getLogger("openenv_mcp").info(
         "serving %s over %s%s", env, transport, f" on http://{host}:{port}/mcp" if http else ""
@@ -184,6 +226,35 @@ def serve(
                 allowed_hosts=allowed_host or [],
             )
         )
+    _SERVED.set()
+
+
+def _serve_on_ray(env: str, **how: Any) -> None:
+    """Deploy on Ray Serve, print the URL, and serve until SIGINT or SIGTERM."""
+    import signal
+
+    try:
+        from openenv_mcp.cluster import deploy
+    except ImportError as exc:
+        raise _fail(f"--ray needs the ray extra: pip install 'openenv-mcp[ray]' ({exc})") from None
+    try:
+        deployment = deploy(env, **how)
+    except OpenEnvError as exc:
+        raise _fail(str(exc), code=1) from None
+    # After ray.init, whose crash handler would otherwise abort the process on SIGTERM.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    logging.getLogger("openenv_mcp").info(
+        "serving %s from %d replicas on Ray Serve at %s", env, how["replicas"], deployment.url
+    )
+    typer.echo(deployment.url)  # the one URL clients use: stdout's only line
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what Ray prints later is a log
+    try:
+        stop.wait()
+    finally:
+        deployment.shutdown()
     _SERVED.set()
 
 

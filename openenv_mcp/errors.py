@@ -20,6 +20,7 @@ __all__ = [
     "DependencyNotInstalled",
     "EnvCallTimeout",
     "EnvCrashed",
+    "EpisodeLost",
     "EpisodeRequired",
     "InvalidAction",
     "OpenEnvError",
@@ -71,6 +72,12 @@ class UnknownEpisode(OpenEnvError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class EpisodeLost(UnknownEpisode):
+    """The episode (or snapshot) lived on a shard that is gone (its server replica died):
+    its state went with it. Start a new episode; a client that kept the seed and
+    actions can rebuild it exactly (``MCPVectorEnv(recover="replay")``)."""
 
 
 class UnknownSnapshot(UnknownEpisode):

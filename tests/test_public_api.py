@@ -115,6 +115,7 @@ PUBLIC = {
         "DependencyNotInstalled",
         "EnvCallTimeout",
         "EnvCrashed",
+        "EpisodeLost",
         "EpisodeRequired",
         "InvalidAction",
         "OpenEnvError",
@@ -129,6 +130,21 @@ PUBLIC = {
         "UnsupportedOption",
         "did_you_mean",
         "error_from_wire",
+    ],
+    "openenv_mcp.sharding": [
+        "ROUTE_HEADER",
+        "ROUTE_TOKEN",
+        "SHARD_PATTERN",
+        "route_shard",
+        "shard_of",
+        "with_shard",
+    ],
+    "openenv_mcp.cluster": [
+        "DEFAULT_MAX_ONGOING",
+        "Deployment",
+        "build_app",
+        "deploy",
+        "replica_shards",
     ],
 }
 
@@ -251,6 +267,17 @@ def test_no_import_cycles() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node)
+
+
+def test_only_the_cluster_package_imports_ray() -> None:
+    """``serve`` without ``--ray`` (and everything else) never imports Ray: it is an extra."""
+    for name, path in _modules().items():
+        if name.startswith("openenv_mcp.cluster"):
+            continue
+        tree = ast.parse(path.read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not {m for m in imported if m == "ray" or m.startswith("ray.")}, name
 
 
 def test_the_framework_never_imports_an_environment() -> None:

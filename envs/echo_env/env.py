@@ -7,6 +7,7 @@ one tool of its own, so framework tests exercise every path without an emulator.
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,6 +29,13 @@ class EchoConfig(BaseModel):
     max_steps: int = Field(100, ge=1, description="Steps before the episode is truncated.")
     reward_per_char: float = Field(0.1, description="Reward per character of the message.")
     frame: bool = Field(False, description="Render a 16x16 frame coloured by the message.")
+    step_delay: float = Field(
+        0.0,
+        ge=0.0,
+        le=10.0,
+        description="Seconds each step blocks its server (a stand-in for an env whose step "
+        "costs a fixed time, to measure scaling over replicas on a machine with few cores).",
+    )
 
 
 class EchoEnv(Environment[EchoConfig]):
@@ -96,6 +104,8 @@ class EchoEnv(Environment[EchoConfig]):
         return int(self._rng.integers(1 << 30))
 
     def step(self, action: Any) -> StepResult:
+        if self.config.step_delay:
+            time.sleep(self.config.step_delay)
         message = str(action)
         self._messages.append(message)
         self._steps += 1

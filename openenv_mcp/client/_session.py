@@ -52,6 +52,7 @@ from openenv_mcp.errors import (
     did_you_mean,
     error_from_wire,
 )
+from openenv_mcp.sharding import shard_of
 from openenv_mcp.spaces import decode, is_array_space
 
 if TYPE_CHECKING:
@@ -389,6 +390,7 @@ class Session:
                 spec = ServerSpec.from_json(json.loads(text))
                 listed = await self._transport.request("tools/list")
                 self.tools = {t["name"]: t for t in listed.get("tools", [])}
+                self._transport.learn_tools(self.tools)
             if (
                 self.frames == "png"
                 and is_array_space(spec.observation_space)
@@ -619,25 +621,23 @@ class Session:
             return []
         outcomes: list[Any] = [None] * len(episodes)
         if use_tool and STEP_BATCH_TOOL in self.tools:
-            steps = [
-                {"episode_id": e.require_episode("step"), "action": wire_action(a)}
-                for e, a in zip(episodes, actions, strict=True)
-            ]
-            answer = await self.call(
-                STEP_BATCH_TOOL, {"steps": steps, "frames": self.wire_frames()}
-            )
-            views = (answer.structured or {}).get("results")
-            if not isinstance(views, list) or len(views) != len(steps):
-                raise OpenEnvError(
-                    f"{STEP_BATCH_TOOL} answered {views!r:.200} for {len(steps)} steps"
-                )
-            images = answer.images
-            for i, (episode, view) in enumerate(zip(episodes, views, strict=True)):
-                if "error" in view:
-                    outcomes[i] = error_from_wire(str(view["error"]))
-                else:
-                    own = [images[view["image"]]] if "image" in view else []
-                    outcomes[i] = episode.absorb_step(view, own)
+            # One call per shard (a sharded server's replicas each hold their own
+            # episodes), all in flight together; a call that fails is each of its
+            # episodes' error, and the other calls' steps are still recorded.
+            shards: dict[str | None, list[int]] = {}
+            for i, episode in enumerate(episodes):
+                shards.setdefault(self.shard_of(episode.require_episode("step")), []).append(i)
+
+            async def batch(shard: str | None, indices: list[int]) -> None:
+                try:
+                    await self._step_batch_call(shard, indices, episodes, actions, outcomes)
+                except OpenEnvError as exc:
+                    for i in indices:
+                        outcomes[i] = exc
+
+            async with anyio.create_task_group() as group:
+                for shard, indices in shards.items():
+                    group.start_soon(batch, shard, indices)
         else:
 
             async def step_one(i: int) -> None:
@@ -654,6 +654,45 @@ class Session:
                 if isinstance(outcome, OpenEnvError):
                     raise outcome
         return outcomes
+
+    async def _step_batch_call(
+        self,
+        shard: str | None,
+        indices: list[int],
+        episodes: Sequence[Episode],
+        actions: Sequence[Any],
+        outcomes: list[Any],
+    ) -> None:
+        """One ``step_batch`` call for ``episodes[indices]`` (all on ``shard``)."""
+        steps = [
+            {"episode_id": episodes[i].require_episode("step"), "action": wire_action(actions[i])}
+            for i in indices
+        ]
+        args: dict[str, Any] = {"steps": steps, "frames": self.wire_frames()}
+        if shard is not None:
+            args["shard"] = shard
+        answer = await self.call(STEP_BATCH_TOOL, args)
+        views = (answer.structured or {}).get("results")
+        if not isinstance(views, list) or len(views) != len(steps):
+            raise OpenEnvError(f"{STEP_BATCH_TOOL} answered {views!r:.200} for {len(steps)} steps")
+        images = answer.images
+        for i, view in zip(indices, views, strict=True):
+            if "error" in view:
+                outcomes[i] = error_from_wire(str(view["error"]))
+            else:
+                own = [images[view["image"]]] if "image" in view else []
+                outcomes[i] = episodes[i].absorb_step(view, own)
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the server is sharded (replicas behind one address): its ``reset``
+        and ``step_batch`` take the ``shard`` their calls are routed on."""
+        reset = self.tools.get("reset", {}).get("inputSchema", {})
+        return "shard" in reset.get("properties", {})
+
+    def shard_of(self, handle: str | None) -> str | None:
+        """The shard a handle lives on, where the server is sharded (else ``None``)."""
+        return shard_of(handle) if handle is not None and self.sharded else None
 
     def __repr__(self) -> str:
         state = "connected" if self.connected else "closed" if self._closed else "not connected"
@@ -797,17 +836,26 @@ class Episode:
             args["seed"] = int(seed)
         if options:
             args["options"] = options
+        session = self.session
         if from_snapshot is not None:
             args["from_snapshot"] = from_snapshot
+            # On a sharded server a fork runs where its snapshot is (a GRPO group together).
+            pin = session.shard_of(from_snapshot)
+            if pin is not None:
+                args["shard"] = pin
         if self._episode_id is None:
             return self._absorb(await self._call("reset", {**args, "new_episode": True}))
+        restart = {**args, "episode_id": self._episode_id}
+        shard = session.shard_of(self._episode_id)
+        if shard is not None:
+            restart.setdefault("shard", shard)
         try:
-            answer = await self._call("reset", {**args, "episode_id": self._episode_id})
+            answer = await self._call("reset", restart)
         except UnknownEpisode as exc:
-            if isinstance(exc, UnknownSnapshot):
+            if isinstance(exc, UnknownSnapshot) or from_snapshot is not None:
                 raise
-            # The server evicted the idle episode (or restarted): a reset starts
-            # afresh anyway, so start it as a new one.
+            # The server evicted the idle episode (or restarted, or its shard is gone):
+            # a reset starts afresh anyway, so start it as a new one.
             log.info("episode %s is gone (%s); starting a new one", self._episode_id, exc)
             self._episode_id = None
             answer = await self._call("reset", {**args, "new_episode": True})
@@ -867,6 +915,11 @@ class Episode:
         if answer.structured is not None:
             return dict(answer.structured)
         return {"text": answer.text}
+
+    def forget(self) -> None:
+        """Drop this episode's handle without closing it (its server lost it): the next
+        :meth:`reset` starts a new episode."""
+        self._episode_id = None
 
     async def snapshot(self) -> str:
         """Save this episode's full state; returns a handle for ``reset(from_snapshot=...)``."""

@@ -48,6 +48,7 @@ from openenv_mcp._compat import (
     PROTOCOL_VERSION_HEADER,
     VERSION_META,
     encode_header_value,
+    param_headers,
 )
 from openenv_mcp._version import __version__
 
@@ -104,6 +105,11 @@ class Transport(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release the link (and stop the server, where this transport owns it)."""
+
+    def learn_tools(self, tools: dict[str, dict[str, Any]]) -> None:
+        """Take note of the server's tools (their ``inputSchema``): HTTP mirrors the
+        parameters they mark with ``x-mcp-header`` into ``Mcp-Param-*`` headers."""
+        return None
 
 
 class _Sessionless(Transport):
@@ -367,6 +373,15 @@ class HttpTransport(_Sessionless):
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
         self._open: set[asyncio.StreamWriter] = set()
         self._connections = asyncio.Semaphore(MAX_CONNECTIONS)
+        #: Input schemas of the tools whose calls carry ``Mcp-Param-*`` headers.
+        self._header_schemas: dict[str, Any] = {}
+
+    def learn_tools(self, tools: dict[str, dict[str, Any]]) -> None:
+        self._header_schemas = {
+            name: tool["inputSchema"]
+            for name, tool in tools.items()
+            if '"x-mcp-header"' in orjson.dumps(tool.get("inputSchema", {})).decode()
+        }
 
     async def connect(self) -> None:
         await self._discover()
@@ -399,6 +414,9 @@ class HttpTransport(_Sessionless):
         name_key = NAME_BEARING_METHODS.get(method)
         if name_key is not None and params and name_key in params:
             headers[NAME_HEADER] = encode_header_value(str(params[name_key]))
+            schema = self._header_schemas.get(params[name_key]) if self._header_schemas else None
+            if schema is not None and method == "tools/call":
+                headers.update(param_headers(schema, params.get("arguments") or {}))
         head = f"POST {self._path} HTTP/1.1\r\n" + "".join(
             f"{k}: {v}\r\n" for k, v in headers.items()
         )

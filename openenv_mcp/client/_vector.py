@@ -8,7 +8,8 @@ flight together. That choice is made in one place: :meth:`Session.step_batch`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import anyio
 import numpy as np
@@ -18,7 +19,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
 from openenv_mcp.client._session import Episode, Session, Target, Transition
 from openenv_mcp.client._sync import EventLoopThread
-from openenv_mcp.errors import ArgumentError, OpenEnvError, ResetNeeded
+from openenv_mcp.errors import ArgumentError, EpisodeLost, OpenEnvError, ResetNeeded
 
 __all__ = ["MCPVectorEnv"]
 
@@ -57,6 +58,13 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         autoreset_mode: see above.
         render_mode: ``"rgb_array"`` (``render()`` returns each episode's frame) or ``None``.
         batch: use a server's ``step_batch`` tool where it lists one.
+        recover: what a step does for an episode whose server replica died (it answers
+            :class:`~openenv_mcp.errors.EpisodeLost`; see ``serve --ray``): ``"reset"``
+            (the default) ends it as ``truncated`` with ``infos["episode_lost"]``, and
+            autoreset starts a new one on a live replica; ``"replay"`` rebuilds it on a
+            live replica from its seed and actions (exactly: seeds take effect), then
+            takes the step, with ``infos["episode_recovered"]``. Episodes started from
+            a snapshot cannot be replayed and are reset.
         **client_options: passed to each :class:`Session` (``frames``, ``timeout``...).
     """
 
@@ -69,8 +77,12 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         render_mode: str | None = None,
         batch: bool = True,
+        recover: Literal["reset", "replay"] = "reset",
         **client_options: Any,
     ) -> None:
+        if recover not in ("reset", "replay"):
+            raise ArgumentError(f"recover must be 'reset' or 'replay', got {recover!r}")
+        self.recover = recover
         if (target is None) == (targets is None):
             raise ArgumentError("give one server as target, or several as targets=[...]")
         servers = [target] if targets is None else list(targets)
@@ -117,6 +129,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             raise ArgumentError(f"render_mode {render_mode!r} is not available for {first.env}")
         self.render_mode = render_mode
         self._seeds = [SeedChain() for _ in range(count)]
+        #: Each episode's seed, options and actions since its reset (recover="replay"),
+        #: or ``None`` where it cannot be replayed (started from a snapshot).
+        self._replay_logs: list[_ReplayLog | None] = [None] * count
         self._autoreset = np.zeros(count, dtype=np.bool_)
         # Each episode's latest observation: a masked reset returns the others' as they are.
         self._obs: list[Any] = [None] * count
@@ -149,7 +164,7 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             env_options = env_options or None
         indices = [i for i in range(self.num_envs) if mask[i]]
         for i in indices:
-            seeds[i] = self._seeds[i].next(seeds[i]) if snapshot is None else None
+            seeds[i] = self._next_seed(i, seeds[i]) if snapshot is None else None
         results = self._loop.run(self._reset_many, indices, seeds, env_options, snapshot)
         self._autoreset[mask] = False
         infos: dict[str, Any] = {}
@@ -275,7 +290,17 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             return reset
 
         done = await self._gather([resetter(i) for i in indices])
+        for i in indices:
+            self._replay_logs[i] = None if snapshot is not None else _ReplayLog(seeds[i], options)
         return dict(zip(indices, done, strict=True))
+
+    def _next_seed(self, i: int, seed: int | None) -> int | None:
+        """Episode ``i``'s next seed (Gymnasium's rule); with ``recover="replay"`` always
+        one, so a lost episode can be rebuilt exactly."""
+        seed = self._seeds[i].next(seed)
+        if seed is None and self.recover == "replay":
+            seed = int(np.random.default_rng().integers(2**31))
+        return seed
 
     async def _step_all(self, actions: list[Any]) -> dict[int, Transition]:
         autoreset = [i for i in range(self.num_envs) if self._autoreset[i]]
@@ -296,7 +321,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             )
 
         async def autoreset_one(i: int) -> None:  # NEXT_STEP: this step resets instead of acting
-            obs, info = await self.episodes[i].reset(seed=self._seeds[i].next(None))
+            seed = self._next_seed(i, None)
+            obs, info = await self.episodes[i].reset(seed=seed)
+            self._replay_logs[i] = _ReplayLog(seed, None)
             results[i] = (obs, 0.0, False, False, info)
 
         await self._gather([step_groups, *(_bind(autoreset_one, i) for i in autoreset)])
@@ -304,7 +331,7 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             ended = [i for i in stepping if results[i][2] or results[i][3]]
             seeds: list[int | None] = [None] * self.num_envs
             for i in ended:
-                seeds[i] = self._seeds[i].next(None)
+                seeds[i] = self._next_seed(i, None)
             for i, (obs, info) in (await self._reset_many(ended, seeds, None, None)).items():
                 last_obs, reward, terminated, truncated, last_info = results[i]
                 info = {**info, "final_obs": last_obs, "final_info": last_info}
@@ -330,12 +357,64 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         )
         first_error: OpenEnvError | None = None
         for i, outcome in zip(indices, outcomes, strict=True):
-            if isinstance(outcome, OpenEnvError):
+            if isinstance(outcome, OpenEnvError) and await self._was_lost(i, outcome):
+                results[i] = await self._recover(i, actions[i], outcome)
+            elif isinstance(outcome, OpenEnvError):
                 first_error = first_error or outcome
             else:
                 results[i] = outcome
+                log = self._replay_logs[i]
+                if log is not None:
+                    log.actions.append(actions[i])
         if first_error is not None:
             raise first_error
+
+    async def _was_lost(self, i: int, error: OpenEnvError) -> bool:
+        """Whether episode ``i``'s step failed because its replica is gone: it said
+        :class:`EpisodeLost`, or the call failed in flight and the episode now says so."""
+        if isinstance(error, EpisodeLost):
+            return True
+        if type(error) is not OpenEnvError:  # an answer from a live env (InvalidAction...)
+            return False
+        try:
+            await self.episodes[i].state()
+        except EpisodeLost:
+            return True
+        except OpenEnvError:
+            return False
+        return False
+
+    async def _recover(self, i: int, action: Any, error: OpenEnvError) -> Transition:
+        """Episode ``i`` is lost: rebuild it and take the step (``"replay"``), or end it."""
+        episode = self.episodes[i]
+        lost = episode.episode_id
+        log = self._replay_logs[i]
+        if self.recover == "replay" and log is not None:
+            try:
+                episode.forget()
+                await episode.reset(seed=log.seed, options=log.options)
+                for earlier in log.actions:
+                    await episode.step(earlier)
+                obs, reward, terminated, truncated, info = await episode.step(action)
+            except OpenEnvError as exc:
+                error = exc
+            else:
+                log.actions.append(action)
+                info = {**info, "episode_recovered": True, "lost_episode_id": lost}
+                return obs, reward, terminated, truncated, info
+        episode.forget()
+        self._replay_logs[i] = None
+        info = {"episode_lost": True, "lost_episode_id": lost, "error": str(error)}
+        return self._obs[i], 0.0, False, True, info
+
+
+@dataclass
+class _ReplayLog:
+    """How to rebuild an episode: its reset's seed and options, and every action since."""
+
+    seed: int | None
+    options: dict[str, Any] | None
+    actions: list[Any] = field(default_factory=list)
 
 
 def _bind(func: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Awaitable[None]]:

@@ -34,6 +34,7 @@ from openenv_mcp.server._handlers import Handlers, direct_transport
 from openenv_mcp.server._results import Reply, episode_output_schema, error_result
 from openenv_mcp.server._runner import MAX_REPEAT
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.sharding import ROUTE_TOKEN, SHARD_PATTERN
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -83,8 +84,21 @@ FramesArg = Annotated[
 ]
 
 
+Shard = Annotated[
+    str | None,
+    Field(
+        pattern=SHARD_PATTERN,
+        description="On a sharded server (many replicas behind one address): the shard "
+        "to run this call on, as in the handles (ep_...@SHARD): a snapshot's or an "
+        "episode's shard, to start a group beside its snapshot or restart an episode. "
+        "Omitted, a new episode goes to the least loaded shard.",
+    ),
+]
+
+
 class ResetArgs(_Args):
     episode_id: EpisodeId = None
+    shard: Shard = None
     seed: Annotated[
         int | None,
         Field(ge=0, le=2**31 - 1, description="Seed for reproducible episodes (0..2^31-1)."),
@@ -176,6 +190,7 @@ class StepBatchArgs(_Args):
         Field(min_length=1, max_length=MAX_BATCH, description="One step per episode."),
     ]
     frames: FramesArg = None
+    shard: Shard = None
 
 
 class ReleaseArgs(_Args):
@@ -335,8 +350,41 @@ def build_tools(
 ) -> list[ModelTool]:
     """Every tool a server of ``env`` (its prototype) lists, for its profile."""
     if settings.profile == "agent":
-        return _agent_tools(env, handlers, settings)
-    return _full_tools(env, handlers, settings)
+        tools = _agent_tools(env, handlers, settings)
+    else:
+        tools = _full_tools(env, handlers, settings)
+    for tool in tools:
+        _mark_route(tool.parameters, sharded=settings.shard is not None)
+    return tools
+
+
+#: Which parameter a call is routed on, where a tool has several: the first present.
+_ROUTED_PARAMS = ("shard", "episode_id", "snapshot_id")
+
+
+def _mark_route(parameters: dict[str, Any], sharded: bool) -> None:
+    """On a sharded server, mark the parameter a tool's calls are routed on for the
+    ``Mcp-Param-Route`` header (MCP's ``x-mcp-header``: a top-level string property,
+    so not ``anyOf`` with null: leaving it out is what no value means); unsharded,
+    there is no shard to choose."""
+    properties = parameters.get("properties", {})
+    if not sharded:
+        properties.pop("shard", None)
+        return
+    for name in _ROUTED_PARAMS:
+        schema = properties.get(name)
+        if schema is None:
+            continue
+        string: dict[str, Any] = next(
+            (s for s in schema.get("anyOf", [schema]) if s.get("type") == "string"), {}
+        )
+        properties[name] = {
+            **string,
+            "type": "string",
+            "description": schema.get("description", ""),
+            "x-mcp-header": ROUTE_TOKEN,
+        }
+        return
 
 
 def _agent_tools(
@@ -586,6 +634,12 @@ class DirectCalls:
 
     def __init__(self, tools: list[ModelTool], server_info: dict[str, str], transport: str) -> None:
         self.tools = {t.name: t for t in tools}
+        #: Tools with a parameter mirrored in an ``Mcp-Param-*`` header: their schemas.
+        self.header_schemas = {
+            t.name: t.parameters
+            for t in tools
+            if any("x-mcp-header" in p for p in t.parameters.get("properties", {}).values())
+        }
         self.server_info = server_info
         self.transport = transport
 

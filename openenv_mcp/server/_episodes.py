@@ -24,8 +24,10 @@ from typing import Any
 import anyio
 
 from openenv_mcp.errors import (
+    ArgumentError,
     EnvCallTimeout,
     EnvCrashed,
+    EpisodeLost,
     EpisodeRequired,
     OpenEnvError,
     ResetNeeded,
@@ -37,15 +39,16 @@ from openenv_mcp.server._feed import Feed
 from openenv_mcp.server._runner import Outcome, SavedEpisode
 from openenv_mcp.server._runtime import Runtime
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.sharding import shard_of, with_shard
 
 __all__ = ["Episode", "EpisodeTable", "Snapshot"]
 
 log = logging.getLogger("openenv_mcp.server")
 
 
-def _handle(prefix: str) -> str:
+def _handle(prefix: str, shard: str | None) -> str:
     # 128 bits from the OS CSPRNG: handles are capabilities, not labels.
-    return f"{prefix}_{secrets.token_urlsafe(16)}"
+    return with_shard(f"{prefix}_{secrets.token_urlsafe(16)}", shard)
 
 
 @dataclass(eq=False)
@@ -103,6 +106,7 @@ class EpisodeTable:
         """
         episode = self.episodes.get(episode_id)
         if episode is None:
+            self.require_here(episode_id, "episode")
             raise UnknownEpisode(
                 f"no live episode {episode_id!r}: it was never created, was closed, or was "
                 f"evicted after {self.settings.idle_timeout:g}s idle; call reset without "
@@ -159,11 +163,68 @@ class EpisodeTable:
         """The live snapshot with this handle."""
         snapshot = self.snapshots.get(snapshot_id)
         if snapshot is None:
+            self.require_here(snapshot_id, "snapshot")
             raise UnknownSnapshot(
                 f"no live snapshot {snapshot_id!r}: it was never created, was released, or "
                 "its episode was closed"
             )
         return snapshot
+
+    # -- shards ------------------------------------------------------------------------
+
+    def require_here(self, handle: str, what: str) -> None:
+        """Refuse a handle of another shard: a call reaches a shard not its own only when
+        the proxy found the handle's shard gone (or nothing routes, as over stdio).
+
+        Raises:
+            EpisodeLost: naming the handle, its shard and this one.
+        """
+        own = self.settings.shard
+        theirs = shard_of(handle)
+        if own is not None and theirs is not None and theirs != own:
+            raise EpisodeLost(
+                f"{what} {handle!r} lived on shard {theirs!r}, which is gone (this is shard "
+                f"{own!r}): its state went with it; call reset without episode_id to start "
+                "a new episode"
+            )
+
+    def check_route(self, shard: str | None, handles: Sequence[str | None]) -> None:
+        """Check a call's routing parameter (``reset``'s and ``step_batch``'s ``shard``)
+        against this server and the handles the call names.
+
+        Raises:
+            ArgumentError: ``shard`` on an unsharded server, or a handle of another shard
+                than the one the call was routed to.
+            EpisodeLost: the call asked for a shard that is gone (it came here instead).
+            UnknownEpisode: a handle of another shard, with no ``shard`` to route on.
+        """
+        own = self.settings.shard
+        if shard is None:
+            for handle in handles:
+                theirs = None if handle is None else shard_of(handle)
+                if own is not None and theirs is not None and theirs != own:
+                    raise UnknownEpisode(
+                        f"{handle!r} lives on shard {theirs!r} and this call reached shard "
+                        f"{own!r}: pass shard={theirs!r} so the call is routed there"
+                    )
+            return
+        if own is None:
+            raise ArgumentError(
+                f"shard={shard!r}: this server is not sharded (serve --shard NAME, or "
+                "--ray, makes one); leave shard out"
+            )
+        if shard != own:
+            raise EpisodeLost(
+                f"shard {shard!r} is gone (this call reached shard {own!r}): the episodes "
+                "and snapshots it held went with it; reset without shard to start anew"
+            )
+        for handle in handles:
+            theirs = None if handle is None else shard_of(handle)
+            if theirs is not None and theirs != own:
+                raise ArgumentError(
+                    f"{handle!r} lives on shard {theirs!r}, not on shard={shard!r}: one call "
+                    "goes to one shard (group step_batch by shard)"
+                )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -181,7 +242,7 @@ class EpisodeTable:
                 f"{self.settings.max_episodes}); close episodes you no longer need or wait "
                 f"for idle ones to be evicted after {self.settings.idle_timeout:g}s"
             )
-        episode_id = _handle("ep")
+        episode_id = _handle("ep", self.settings.shard)
         episode = Episode(
             id=episode_id, ref=await self._new_env(episode_id), last_used=self.clock()
         )
@@ -250,7 +311,8 @@ class EpisodeTable:
                 f"server full: {len(self.snapshots)} live snapshots (max_snapshots="
                 f"{self.settings.max_snapshots}); release snapshots you no longer need"
             )
-        snapshot = Snapshot(id=_handle("snap"), episode_id=episode.id, saved=saved)
+        handle = _handle("snap", self.settings.shard)
+        snapshot = Snapshot(id=handle, episode_id=episode.id, saved=saved)
         self.snapshots[snapshot.id] = snapshot
         episode.snapshots.add(snapshot.id)
         return snapshot

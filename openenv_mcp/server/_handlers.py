@@ -83,6 +83,7 @@ class Handlers:
                 "seed or options"
             )
         table = self.table
+        table.check_route(getattr(args, "shard", None), [args.episode_id, from_snapshot])
         snapshot = table.get_snapshot(from_snapshot) if from_snapshot else None
         shared = _shared()
         new = getattr(args, "new_episode", False)
@@ -133,6 +134,7 @@ class Handlers:
             # Lock in handle order, so concurrent batches cannot deadlock.
             for index in sorted(range(len(items)), key=lambda i: ids[i]):
                 try:
+                    self.table.check_route(args.shard, [ids[index]])
                     episode = await stack.enter_async_context(self.table.locked(ids[index], shared))
                     self.table.require_sound(episode)
                     plan.append((index, episode))

@@ -19,7 +19,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from openenv_mcp._compat import METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, VERSION_META
+from openenv_mcp._compat import (
+    METHOD_HEADER,
+    NAME_HEADER,
+    PROTOCOL_VERSION_HEADER,
+    VERSION_META,
+    param_headers_mismatch,
+)
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._catalog import DirectCalls, dumps
 
@@ -168,6 +174,11 @@ class DirectPath:
             or headers.get(NAME_HEADER) != params["name"]
         ):
             return None
+        schema = self.direct.header_schemas.get(params["name"])
+        if schema is not None and param_headers_mismatch(
+            schema, params.get("arguments") or {}, headers
+        ):
+            return None  # the standard stack answers the spec's 400
         return dumps(await self.direct.run(request_id, params))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.codecs import Frames
+from openenv_mcp.sharding import SHARD_PATTERN
 
 __all__ = ["Profile", "ServerSettings"]
 
@@ -98,6 +99,15 @@ class ServerSettings(BaseModel):
         description="With --record: also write an MP4 of each episode that has frames, for "
         "people, at low priority after it ends (default: on for the agent profile, off for "
         "the full one: a trainer's thousands of episodes want data, not films).",
+    )
+    shard: str | None = Field(
+        None,
+        pattern=SHARD_PATTERN,
+        description="This server's shard, when many servers share one address (Ray Serve "
+        "replicas, a StatefulSet's pods behind a gateway): every handle it mints carries it "
+        "(ep_...@SHARD), the handle parameters are marked for the Mcp-Param-Route header "
+        "so a proxy routes each call to the server holding it, and a handle of another shard "
+        "answers EpisodeLost.",
     )
     fast_path: bool = Field(
         True,

@@ -1,0 +1,23 @@
+"""Many server replicas on Ray Serve, every episode pinned to the replica that holds it.
+
+Needs the ``ray`` extra (``pip install 'openenv-mcp[ray]'``); nothing else in
+openenv-mcp imports Ray. ``openenv-mcp serve ENV --ray --replicas N`` runs
+:func:`deploy`; a Serve config (KubeRay's RayService) names :func:`build_app`.
+
+Each replica is the ordinary Streamable HTTP server of the env with
+``ServerSettings.shard`` set to its Ray replica id, so its handles say where they
+live (``ep_...@SHARD``) and its tools mark the parameter calls are routed on;
+:class:`~openenv_mcp.cluster._router.ShardRouter` routes on that header.
+"""
+
+from __future__ import annotations
+
+from openenv_mcp.cluster._deploy import (
+    DEFAULT_MAX_ONGOING,
+    Deployment,
+    build_app,
+    deploy,
+    replica_shards,
+)
+
+__all__ = ["DEFAULT_MAX_ONGOING", "Deployment", "build_app", "deploy", "replica_shards"]

@@ -1,0 +1,360 @@
+"""Many replicas on a real Ray Serve cluster: pinning, capacity, balance, replica death.
+
+One local cluster for the whole module, started the way the README says
+(``openenv-mcp serve echo --ray``, a subprocess); the tests join it as a Ray driver
+to redeploy with other replica counts and to kill replicas. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from openenv_mcp.client import MCPVectorEnv
+from openenv_mcp.client._session import Session
+from openenv_mcp.errors import EpisodeLost, OpenEnvError
+from openenv_mcp.server import build_server
+from openenv_mcp.sharding import shard_of
+from tests.figures import record_figure
+from tests.servers import CLI, ROOT, free_port, stop
+
+ray = pytest.importorskip("ray", reason="the [ray] extra is not installed (./dev test installs it)")
+serve = pytest.importorskip("ray.serve")
+
+from openenv_mcp.cluster import deploy, replica_shards  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.ray]
+
+APP = "openenv-mcp"
+#: Logical CPUs per replica: four replicas fit the two-core cluster the CLI starts.
+CPUS = 0.5
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[dict[str, Any]]:
+    """`openenv-mcp serve echo --ray --replicas 3`: its URL, and this process joined to it."""
+    port = free_port()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [
+                *CLI,
+                "serve",
+                "echo",
+                "--ray",
+                "--replicas",
+                "3",
+                "--replica-cpus",
+                str(CPUS),
+                "--port",
+                str(port),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            cwd=ROOT,
+        )
+        try:
+            assert proc.stdout is not None
+            url = _first_line(proc, log, timeout=240)
+            assert url == f"http://127.0.0.1:{port}/mcp"
+            ray.init(address="auto", logging_level="WARNING", log_to_driver=False)
+            yield {"url": url, "port": port, "proc": proc}
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+            code = stop(proc, timeout=60)
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-3000:]
+        assert code == 0, tail
+        left = subprocess.run(
+            ["pgrep", "-f", "raylet|gcs_server|ServeReplica"], capture_output=True
+        )
+        assert left.stdout == b"", f"Ray processes left behind: {left.stdout!r}"
+
+
+def _first_line(proc: subprocess.Popen[bytes], log: Any, timeout: float) -> str:
+    """The URL the CLI prints once every replica is up (read with a deadline)."""
+    assert proc.stdout is not None
+    line: list[bytes] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        line.append(proc.stdout.readline())
+
+    import threading
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not line or not line[0]:
+        log.seek(0)
+        raise AssertionError(
+            f"serve --ray printed no URL within {timeout:g}s: {log.read().decode()[-3000:]}"
+        )
+    return line[0].decode().strip()
+
+
+def redeploy(cluster: dict[str, Any], env: str, replicas: int, **options: Any) -> str:
+    """Replace the application with ``replicas`` servers of ``env`` (same URL)."""
+    serve.delete(APP)
+    deployment = deploy(
+        env,
+        replicas=replicas,
+        options=options,
+        port=cluster["port"],
+        replica_cpus=CPUS,
+        app_name=APP,
+    )
+    assert len(replica_shards(APP)) == replicas
+    return deployment.url
+
+
+def replica_memory() -> list[float]:
+    """Resident memory (MiB) of each replica process."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "memory_info"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if f"ServeReplica:{APP}:EnvServer" in cmdline:
+            found.append(proc.info["memory_info"].rss / 2**20)
+    return found
+
+
+def kill_replica(shard: str) -> None:
+    actor = ray.get_actor(f"SERVE_REPLICA::{APP}#EnvServer#{shard}", namespace="serve")
+    ray.kill(actor, no_restart=True)
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:g}s")
+        time.sleep(0.2)
+
+
+def test_every_call_reaches_the_replica_holding_its_episode(cluster: dict[str, Any]) -> None:
+    """3 replicas (as the CLI deployed them), 300 episodes x 20 steps through MCPVectorEnv."""
+    assert len(replica_shards(APP)) == 3
+    started = time.monotonic()
+    envs = MCPVectorEnv(cluster["url"], num_envs=300, timeout=120)
+    try:
+        _, infos = envs.reset(seed=0)
+        shards = Counter(shard_of(h) for h in infos["episode_id"])
+        assert set(shards) == set(replica_shards(APP))  # every replica holds episodes
+        for step in range(1, 21):
+            # Any UnknownEpisode (a call on the wrong replica) would raise here.
+            _, rewards, terminated, truncated, infos = envs.step(["ab"] * 300)
+            assert (infos["step"] == step).all() and np.allclose(rewards, 0.2)
+            assert not terminated.any() and not truncated.any()
+        elapsed = time.monotonic() - started
+    finally:
+        envs.close()
+    record_figure(
+        f"ray: 3 replicas, 300 episodes x 20 steps through MCPVectorEnv (one step_batch per "
+        f"replica per step): 0 errors, episodes per replica {sorted(shards.values())}; "
+        f"{elapsed:.1f} s"
+    )
+
+
+def test_capacity_and_balance_over_four_replicas(cluster: dict[str, Any]) -> None:
+    """4 replicas x 500 echo episodes, reset in one concurrent burst, each answering a step."""
+    url = redeploy(cluster, "echo", 4)
+    before = replica_memory()
+
+    async def burst() -> tuple[Counter[str | None], float, list[Any]]:
+        async with Session(url, timeout=120) as session:
+            group = [session.episode() for _ in range(2000)]
+            started = time.monotonic()
+            await asyncio.gather(*(e.reset(seed=i) for i, e in enumerate(group)))
+            elapsed = time.monotonic() - started
+            counts = Counter(shard_of(e.episode_id or "") for e in group)
+            outcomes = await session.step_batch(group, ["x"] * 2000, return_exceptions=True)
+            return counts, elapsed, outcomes
+
+    counts, elapsed, outcomes = asyncio.run(burst())
+    errors = [o for o in outcomes if isinstance(o, Exception)]
+    assert errors == []
+    assert all(o[4]["step"] == 1 for o in outcomes)
+    assert len(counts) == 4 and sum(counts.values()) == 2000
+    balance = max(counts.values()) / (2000 / 4)
+    assert balance <= 1.3, counts
+    after = replica_memory()
+    assert len(after) == 4
+    record_figure(
+        f"ray: 4 replicas x 500 echo episodes = 2,000 live, reset in one burst in {elapsed:.1f} s "
+        f"and each answering a step: 0 errors; per replica {sorted(counts.values())} "
+        f"(max/mean {balance:.2f}); replica RSS {', '.join(f'{m:.0f}' for m in sorted(after))} "
+        f"MiB (idle: {', '.join(f'{m:.0f}' for m in sorted(before))} MiB)"
+    )
+
+
+def test_a_replica_dies_mid_run(cluster: dict[str, Any]) -> None:
+    """Survivors see no error, lost episodes answer EpisodeLost fast, the call in flight
+    fails fast, Serve restores the replica count and new episodes land on the new one."""
+    # Each step blocks its replica for 50 ms, so a held action (repeat=32) is in flight
+    # for 1.6 s: long enough to kill its replica under it.
+    url = redeploy(cluster, "echo", 3, step_delay=0.05, max_steps=100000)
+    vector = MCPVectorEnv(url, num_envs=6, timeout=60)
+
+    async def run() -> dict[str, Any]:
+        async with Session(url, timeout=60) as session:
+            group = [session.episode() for _ in range(30)]
+            for i, episode in enumerate(group):
+                await episode.reset(seed=i)
+            victim = shard_of(group[0].episode_id or "")
+            lost = [e for e in group if shard_of(e.episode_id or "") == victim]
+            survivors = [e for e in group if e not in lost]
+            assert lost and survivors
+            in_flight = asyncio.ensure_future(
+                lost[0].session.call(
+                    "step", {"episode_id": lost[0].episode_id, "action": "x", "repeat": 32}
+                )
+            )
+            await asyncio.sleep(0.4)
+            killed = time.monotonic()
+            await asyncio.to_thread(kill_replica, victim or "")
+            try:
+                await in_flight
+                raise AssertionError("the call in flight on the killed replica succeeded")
+            except OpenEnvError as exc:
+                in_flight_error = exc
+            in_flight_s = time.monotonic() - killed
+            survivor_errors = [
+                o
+                for o in await asyncio.gather(
+                    *(e.step("still here") for e in survivors), return_exceptions=True
+                )
+                if isinstance(o, BaseException)
+            ]
+            lost_s = []
+            for episode in lost:
+                asked = time.monotonic()
+                with pytest.raises(EpisodeLost, match="which is gone"):
+                    await episode.step("hello?")
+                lost_s.append(time.monotonic() - asked)
+            return {
+                "victim": victim,
+                "in_flight_s": in_flight_s,
+                "in_flight_error": in_flight_error,
+                "survivor_errors": survivor_errors,
+                "survivors": len(survivors),
+                "lost_s": lost_s,
+            }
+
+    try:
+        vector.reset(seed=0)
+        found = asyncio.run(run())
+        assert found["survivor_errors"] == []
+        assert found["in_flight_s"] <= 2.0, found
+        assert max(found["lost_s"]) <= 1.0, found
+        # The vector env: its lost episodes end truncated, the rest step on.
+        lost_mask = np.array(
+            [shard_of(h) == found["victim"] for h in vector.get_attr("episode_id")]
+        )
+        _, _, _, truncated, infos = vector.step(["go"] * 6)
+        assert (truncated == lost_mask).all()
+        assert (infos.get("episode_lost", np.zeros(6, bool)) == lost_mask).all()
+        # Serve replaces the replica; new episodes go to it (it holds the fewest).
+        shards_before = set(replica_shards(APP))
+        wait_for(
+            lambda: (
+                len(replica_shards(APP)) == 3
+                and serve.status().applications[APP].status == "RUNNING"
+            ),
+            90,
+            "Serve back to 3 replicas",
+        )
+        new_shard = (set(replica_shards(APP)) - shards_before) or (
+            set(replica_shards(APP)) - {found["victim"]}
+        )
+        _, _, _, _, infos = vector.step(["again"] * 6)  # autoreset: a new episode each
+        relocated = [h for h, lost in zip(infos["episode_id"], lost_mask, strict=True) if lost]
+        assert all(shard_of(h) != found["victim"] for h in relocated)
+
+        async def place() -> list[str | None]:
+            async with Session(url) as session:
+                fresh = [session.episode() for _ in range(6)]
+                for episode in fresh:
+                    await episode.reset()
+                return [shard_of(e.episode_id or "") for e in fresh]
+
+        placed = asyncio.run(place())
+        assert new_shard & set(placed), (new_shard, placed)
+    finally:
+        vector.close()
+    record_figure(
+        f"ray: a replica killed mid-run (3 replicas, 30 episodes): the call in flight on it "
+        f"failed after {found['in_flight_s']:.2f} s ({type(found['in_flight_error']).__name__}); "
+        f"{found['survivors']} episodes on survivors stepped with 0 errors; "
+        f"{len(found['lost_s'])} lost episodes answered EpisodeLost in at most "
+        f"{max(found['lost_s']) * 1000:.0f} ms; Serve back to 3 replicas; new episodes on the "
+        "new replica"
+    )
+
+
+def test_a_lost_episode_is_replayed_exactly(cluster: dict[str, Any]) -> None:
+    """recover="replay": after its replica dies, an Atari episode is rebuilt on a live one
+    from its seed and actions; its frames equal a local run's, before and after."""
+    url = redeploy(cluster, "atari", 2, game="pong")
+    remote = MCPVectorEnv(url, num_envs=4, recover="replay", frames="zstd", timeout=60)
+    local = MCPVectorEnv(build_server("atari", game="pong"), num_envs=4, frames="zstd")
+    rng = np.random.default_rng(0)
+    try:
+        obs, _ = remote.reset(seed=7)
+        ref, _ = local.reset(seed=7)
+        assert np.array_equal(obs, ref)
+        for _ in range(15):
+            actions = rng.integers(0, 6, size=4)
+            obs, *_ = remote.step(actions)
+            ref, *_ = local.step(actions)
+            assert np.array_equal(obs, ref)
+        handles = remote.get_attr("episode_id")
+        victim = shard_of(handles[0])
+        lost = np.array([shard_of(h) == victim for h in handles])
+        kill_replica(victim or "")
+        for step in range(5):
+            actions = rng.integers(0, 6, size=4)
+            obs, rewards, _, truncated, infos = remote.step(actions)
+            ref, ref_rewards, *_ = local.step(actions)
+            assert np.array_equal(obs, ref), f"step {16 + step}: frames differ after replay"
+            assert np.array_equal(rewards, ref_rewards) and not truncated.any()
+            if step == 0:
+                assert (infos["episode_recovered"] == lost).all()
+        assert all(shard_of(h) != victim for h in remote.get_attr("episode_id"))
+    finally:
+        remote.close()
+        local.close()
+    record_figure(
+        f"ray: recover='replay': {int(lost.sum())} of 4 Atari Pong episodes lost with their "
+        "replica after 15 steps were rebuilt on the survivor from seed and actions; every "
+        "frame and reward after equal to a local run's"
+    )
+
+
+def test_a_gone_shard_is_never_stepped_elsewhere(cluster: dict[str, Any]) -> None:
+    """A call naming a shard that does not exist answers EpisodeLost (from whichever
+    replica the router sent it to), never a step on another episode."""
+    url = redeploy(cluster, "echo", 2)
+
+    async def run() -> None:
+        async with Session(url) as session:
+            episode = session.episode()
+            await episode.reset(seed=1)
+            handle = episode.episode_id or ""
+            gone = handle.rsplit("@", 1)[0] + "@zzzzzzzz"
+            with pytest.raises(EpisodeLost):
+                await session.call("step", {"episode_id": gone, "action": "x"})
+            _, _, _, _, info = await episode.step("x")
+            assert info["step"] == 1
+
+    asyncio.run(run())
