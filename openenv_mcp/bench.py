@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 #: Where the MCP side's server runs.
-BenchTransport = Literal["memory", "stdio", "http"]
+BenchTransport = Literal["memory", "stdio", "http", "ray"]
 #: How observations come back over MCP (of the frames vocabulary, ``openenv_mcp.codecs``):
 #: PNG decoded to an array, zstd-compressed or plain raw array, or not at all.
 BenchFrames = Literal["png", "zstd", "raw", "none"]
@@ -103,7 +103,9 @@ class BenchConfig:
         env_args: its options in CLI form (``["--game", "pong"]``): passed as
             they are to a server subprocess, parsed for the in-process side.
         transport: ``"memory"`` (server object in this process), ``"stdio"``
-            (a subprocess) or ``"http"`` (a subprocess on a free loopback port).
+            (a subprocess), ``"http"`` (a subprocess on a free loopback port) or
+            ``"ray"`` (``replicas`` servers on a local Ray Serve cluster, one URL;
+            the ``ray`` extra).
         frames: ``"png"`` (images, decoded to arrays by the client), ``"zstd"``
             (compressed arrays, the client's default), ``"raw"``
             (compact arrays) or ``"none"`` (the observation is not sent).
@@ -117,6 +119,7 @@ class BenchConfig:
         seed: seeds the episodes (``seed + i``) and the random actions.
         record: the MCP side's server records every episode into this directory
             (``serve --record``): the figures then include recording.
+        replicas: with ``transport="ray"``, how many server replicas.
     """
 
     env: str
@@ -132,6 +135,7 @@ class BenchConfig:
     seed: int = 0
     #: Record every MCP-side episode (``serve --record``) into this directory.
     record: str | None = None
+    replicas: int = 1
 
     def check(self) -> None:
         """Raise :class:`ArgumentError` for a value out of range."""
@@ -147,8 +151,14 @@ class BenchConfig:
             raise ArgumentError(f"--warmup must be 0 or more, got {self.warmup}")
         if self.workers < 0:
             raise ArgumentError(f"--workers must be 0 or more, got {self.workers}")
-        if self.transport not in ("memory", "stdio", "http"):
-            raise ArgumentError(f"transport must be memory, stdio or http, got {self.transport!r}")
+        if self.transport not in ("memory", "stdio", "http", "ray"):
+            raise ArgumentError(
+                f"transport must be memory, stdio, http or ray, got {self.transport!r}"
+            )
+        if self.replicas < 1 or (self.replicas > 1 and self.transport != "ray"):
+            raise ArgumentError(
+                f"--replicas {self.replicas}: replicas are for --transport ray (1 or more)"
+            )
         check_frames(self.frames, BENCH_FRAMES)
 
 
@@ -236,6 +246,8 @@ class BenchResult(_Report):
     #: per recorded step.
     record: str | None = None
     recorded_bytes_per_step: float | None = None
+    #: Server replicas behind the URL (``transport="ray"``).
+    replicas: int = 1
     facts: dict[str, Any] = field(default_factory=_environment_facts)
 
     def table(self) -> str:
@@ -245,7 +257,8 @@ class BenchResult(_Report):
             f"transport {self.transport}, frames {self.frames}, batch {self.batch}"
             f"{' (concurrent calls)' if self.concurrent else ''}, "
             f"{self.workers} workers, "
-            f"{self.steps} steps x {self.repeats} repeats (medians)",
+            + (f"{self.replicas} replicas, " if self.transport == "ray" else "")
+            + f"{self.steps} steps x {self.repeats} repeats (medians)",
             f"  {'':<22}{'steps/s':>10}{'ms/step':>10}",
             f"  {'raw (in-process)':<22}{self.raw_steps_per_s:>10,.0f}"
             f"{self.raw_ms_per_step:>10.3f}",
@@ -660,6 +673,19 @@ async def _connect(
         async with MCPEnvClient(command, frames=client_frames) as client:
             started = sorted(_children() - before)
             yield client, started[0] if len(started) == 1 else None
+    elif config.transport == "ray":
+        if extra:
+            raise ArgumentError("--transport ray takes no --workers, --record or live episodes")
+        from openenv_mcp.cluster import deploy
+
+        deployment = await anyio.to_thread.run_sync(
+            lambda: deploy(config.env, replicas=config.replicas, options=options, port=_free_port())
+        )
+        try:
+            async with MCPEnvClient(deployment.url, frames=client_frames) as client:
+                yield client, None
+        finally:
+            await anyio.to_thread.run_sync(deployment.shutdown)
     else:
         async with (
             _http_server(config.env, config.env_args, extra) as (url, pid),
@@ -747,6 +773,7 @@ async def _bench(config: BenchConfig, progress: Progress) -> BenchResult:
         mcp_episodes_ended=mcp_tally.ended,
         record=config.record,
         recorded_bytes_per_step=_recorded_bytes_per_step(config.record),
+        replicas=config.replicas,
     )
 
 

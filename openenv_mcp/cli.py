@@ -441,9 +441,15 @@ def bench(
     ctx: typer.Context,
     env: Annotated[str, typer.Argument(help="Environment name (see `openenv-mcp list`).")],
     transport: Annotated[
-        Literal["memory", "stdio", "http"],
-        typer.Option(help="Where the MCP side's server runs."),
+        Literal["memory", "stdio", "http", "ray"],
+        typer.Option(
+            help="Where the MCP side's server runs (ray: --replicas servers on a local Ray "
+            "Serve cluster behind one URL)."
+        ),
     ] = "stdio",
+    replicas: Annotated[
+        int, typer.Option(min=1, help="With --transport ray: how many server replicas.")
+    ] = 1,
     frames: Annotated[
         Literal["png", "zstd", "raw", "none"],
         typer.Option(
@@ -516,6 +522,7 @@ def bench(
         warmup=warmup,
         seed=seed,
         record=record,
+        replicas=replicas,
     )
 
     def progress(message: str) -> None:

@@ -19,7 +19,13 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
 from openenv_mcp.client._session import Episode, Session, Target, Transition
 from openenv_mcp.client._sync import EventLoopThread
-from openenv_mcp.errors import ArgumentError, EpisodeLost, OpenEnvError, ResetNeeded
+from openenv_mcp.errors import (
+    ArgumentError,
+    OpenEnvError,
+    ResetNeeded,
+    UnknownEpisode,
+    UnknownSnapshot,
+)
 
 __all__ = ["MCPVectorEnv"]
 
@@ -58,8 +64,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         autoreset_mode: see above.
         render_mode: ``"rgb_array"`` (``render()`` returns each episode's frame) or ``None``.
         batch: use a server's ``step_batch`` tool where it lists one.
-        recover: what a step does for an episode whose server replica died (it answers
-            :class:`~openenv_mcp.errors.EpisodeLost`; see ``serve --ray``): ``"reset"``
+        recover: what a step does for an episode its server no longer holds (its replica
+            died: :class:`~openenv_mcp.errors.EpisodeLost`, see ``serve --ray``; or the
+            server restarted or evicted it: ``UnknownEpisode``): ``"reset"``
             (the default) ends it as ``truncated`` with ``infos["episode_lost"]``, and
             autoreset starts a new one on a live replica; ``"replay"`` rebuilds it on a
             live replica from its seed and actions (exactly: seeds take effect), then
@@ -370,15 +377,17 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             raise first_error
 
     async def _was_lost(self, i: int, error: OpenEnvError) -> bool:
-        """Whether episode ``i``'s step failed because its replica is gone: it said
-        :class:`EpisodeLost`, or the call failed in flight and the episode now says so."""
-        if isinstance(error, EpisodeLost):
+        """Whether episode ``i``'s step failed because the server no longer holds it: it
+        said :class:`EpisodeLost` (its replica died) or :class:`UnknownEpisode` (a
+        restarted server, an idle episode evicted), or the call failed in flight and the
+        episode now says so."""
+        if isinstance(error, UnknownEpisode) and not isinstance(error, UnknownSnapshot):
             return True
         if type(error) is not OpenEnvError:  # an answer from a live env (InvalidAction...)
             return False
         try:
             await self.episodes[i].state()
-        except EpisodeLost:
+        except UnknownEpisode:
             return True
         except OpenEnvError:
             return False

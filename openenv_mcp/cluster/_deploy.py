@@ -4,7 +4,6 @@ an existing one)."""
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import math
 import os
@@ -18,7 +17,7 @@ from ray import serve
 from ray.serve.config import RequestRouterConfig
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError
-from openenv_mcp.sharding import ROUTE_HEADER
+from openenv_mcp.sharding import ROUTE_HEADER, route_shard
 
 __all__ = ["DEFAULT_MAX_ONGOING", "Deployment", "build_app", "deploy", "replica_shards"]
 
@@ -55,7 +54,8 @@ class EnvServer:
         self.env_app = get_app(self.mcp_server)
         self.auth_token = auth_token
         self.allowed_hosts = list(allowed_hosts)
-        self._reports = itertools.count()
+        #: Calls received that named no shard (what the router counts as placements).
+        self.unrouted = 0
 
     def __serve_build_asgi_app__(self) -> Any:
         from openenv_mcp.server._http import guarded_app, mount_health
@@ -67,11 +67,22 @@ class EnvServer:
         # The proxy checks nothing of ours: every replica guards itself as `serve --http`
         # does (Host/Origin, token, body size). Off loopback a token is required.
         host = "127.0.0.1" if self.auth_token is None else "0.0.0.0"
-        return guarded_app(self.mcp_server, host, self.auth_token, direct, self.allowed_hosts)
+        app = guarded_app(self.mcp_server, host, self.auth_token, direct, self.allowed_hosts)
+        route_key = ROUTE_HEADER.encode()
+
+        async def counted(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                route = dict(scope["headers"]).get(route_key)
+                if route is None or route_shard(route.decode("latin-1")) is None:
+                    self.unrouted += 1
+            await app(scope, receive, send)
+
+        return counted
 
     def record_routing_stats(self) -> dict[str, Any]:
-        """What the router places new episodes by: this replica's live episodes."""
-        return {"episodes": len(self.env_app.table.episodes), "seq": next(self._reports)}
+        """What the router places new episodes by: live episodes, and the calls naming no
+        shard received so far (so it can tell which of its own are still on their way)."""
+        return {"episodes": len(self.env_app.table.episodes), "unrouted": self.unrouted}
 
     async def __del__(self) -> None:
         # Serve's ingress wrapper calls this at shutdown, after ending the app's lifespan.

@@ -6,11 +6,17 @@ request's ``session_id`` (``RAY_SERVE_SESSION_ID_HEADER_KEY``, which
 clients mirror from the parameter a sharded server marks). A value naming a
 shard goes to that shard's replica and only there: if it is busy the router
 waits (Serve backs off and asks again), never spilling the call to a replica
-that does not hold the episode. A call with no shard (a new episode) goes to the
-least loaded replica, counting live episodes from the replicas' routing stats
-plus what this router placed since each replica's last report, so a burst of
-resets spreads evenly before any report arrives. A shard with no live replica
-(it died) goes to any live replica, which answers ``EpisodeLost`` at once.
+that does not hold the episode. A shard with no live replica (it died) goes to
+any live replica, which answers ``EpisodeLost`` at once.
+
+A call naming no shard (a new episode; ``tools/list``) goes to the least loaded
+replica. Load is a replica's live episodes as of its last routing-stats report,
+plus the unrouted calls sent to it since that report was taken: each replica
+also reports how many unrouted calls it has received, so what this router sent
+beyond that is still on its way (reports arrive a second or more late; a burst of
+resets must not all go to the replica whose report is oldest). Several proxies
+(one per node) each count only their own calls; the estimate then leans on the
+reports alone, never below them.
 """
 
 from __future__ import annotations
@@ -28,18 +34,23 @@ class ShardRouter(RequestRouter):  # type: ignore[misc]  # Ray's API is Any to m
     """Route by shard; place new episodes on the least loaded replica."""
 
     def initialize_state(self, **kwargs: Any) -> None:
-        #: New episodes sent to each replica since its last routing-stats report.
-        self._placed: dict[ReplicaID, int] = {}
-        #: The report each count is relative to (its sequence number).
-        self._report: dict[ReplicaID, Any] = {}
+        #: Unrouted calls this router sent to each replica.
+        self._sent: dict[ReplicaID, int] = {}
+        #: Each replica's count of unrouted calls received, less what this router had
+        #: sent, when first seen (a router may start after its replicas).
+        self._base: dict[ReplicaID, int] = {}
+        #: Unrouted calls chosen for a replica but not yet sent (by request id).
+        self._choosing: dict[str, ReplicaID] = {}
 
     def _load(self, replica: RunningReplica) -> int:
+        rid = replica.replica_id
         stats = replica.routing_stats or {}
-        report = stats.get("seq")
-        if self._report.get(replica.replica_id) != report:
-            self._report[replica.replica_id] = report
-            self._placed[replica.replica_id] = 0
-        return int(stats.get("episodes", 0)) + self._placed.get(replica.replica_id, 0)
+        received = int(stats.get("unrouted", 0))
+        sent = self._sent.get(rid, 0)
+        base = self._base.setdefault(rid, received - sent)
+        in_flight = max(0, sent - (received - base))
+        choosing = sum(1 for chosen in self._choosing.values() if chosen == rid)
+        return int(stats.get("episodes", 0)) + in_flight + choosing
 
     async def choose_replicas(
         self,
@@ -54,15 +65,22 @@ class ShardRouter(RequestRouter):  # type: ignore[misc]  # Ray's API is Any to m
                     return [[replica]]
         if not candidate_replicas:
             return []
+        if pending_request is not None and shard is None:
+            self._choosing.pop(pending_request.metadata.internal_request_id, None)
         ranked = sorted(candidate_replicas, key=self._load)
-        if shard is None:  # a new episode (or a call that names none): count it now
-            first = ranked[0].replica_id
-            self._placed[first] = self._placed.get(first, 0) + 1
+        if pending_request is not None and shard is None:
+            self._choosing[pending_request.metadata.internal_request_id] = ranked[0].replica_id
         return [[replica] for replica in ranked]
+
+    def on_request_routed(
+        self, pending_request: PendingRequest, replica_id: ReplicaID, result: Any
+    ) -> None:
+        if self._choosing.pop(pending_request.metadata.internal_request_id, None) is not None:
+            self._sent[replica_id] = self._sent.get(replica_id, 0) + 1
 
     def update_replicas(self, replicas: list[RunningReplica]) -> None:
         super().update_replicas(replicas)
         live = {replica.replica_id for replica in replicas}
-        for gone in [r for r in self._placed if r not in live]:
-            self._placed.pop(gone, None)
-            self._report.pop(gone, None)
+        for gone in [r for r in self._sent if r not in live]:
+            self._sent.pop(gone, None)
+            self._base.pop(gone, None)

@@ -208,3 +208,37 @@ def test_vector_over_stdio() -> None:
         assert obs == ("a", "b", "c") and rewards == pytest.approx([0.1] * 3)
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("recover", ["reset", "replay"])
+def test_an_episode_the_server_lost_is_recovered(recover: str) -> None:
+    """The server forgets episode 0 (as a dead replica or a restarted server does): with
+    recover="reset" it ends truncated and autoreset starts a new one; with "replay" it is
+    rebuilt from its seed and actions and the step happens, as if nothing was lost."""
+    envs = MCPVectorEnv(memory_server("echo"), num_envs=2, recover=recover)  # type: ignore[arg-type]
+    reference = MCPVectorEnv(memory_server("echo"), num_envs=2)
+    try:
+        envs.reset(seed=3)
+        reference.reset(seed=3)
+        for word in ("a", "bb"):
+            envs.step([word, word])
+            reference.step([word, word])
+        lost = envs.get_attr("episode_id")[0]
+        session = envs.episodes[0].session
+        envs._loop.run(session.call, "close", {"episode_id": lost})  # the server forgets it
+        obs, rewards, _, truncated, infos = envs.step(["ccc", "ccc"])
+        ref_obs, ref_rewards, *_, ref_infos = reference.step(["ccc", "ccc"])
+        if recover == "replay":
+            assert list(obs) == list(ref_obs) and np.allclose(rewards, ref_rewards)
+            assert not truncated.any() and infos["episode_recovered"][0]
+            assert (infos["nonce"] == ref_infos["nonce"]).all()  # the seeded draws replayed
+            assert infos["step"][0] == 3
+        else:
+            assert truncated.tolist() == [True, False] and infos["episode_lost"][0]
+            assert obs[0] == "bb" and rewards[0] == 0.0  # its last observation, no reward
+            obs, _, _, truncated, infos = envs.step(["d", "d"])  # NEXT_STEP: reset
+            assert infos["step"][0] == 0 and infos["step"][1] == 4
+        assert envs.get_attr("episode_id")[0] != lost
+    finally:
+        envs.close()
+        reference.close()

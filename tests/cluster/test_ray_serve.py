@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from openenv_mcp.client import MCPVectorEnv
+from openenv_mcp.client import MCPEnvClient, MCPVectorEnv
 from openenv_mcp.client._session import Session
 from openenv_mcp.errors import EpisodeLost, OpenEnvError
 from openenv_mcp.server import build_server
@@ -38,24 +38,18 @@ APP = "openenv-mcp"
 CPUS = 0.5
 
 
+#: The README's command (its port and CPU reservation set for this machine).
+README_COMMAND = ["serve", "atari", "--game", "pong", "--ray", "--replicas", "4"]
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, Any]]:
-    """`openenv-mcp serve echo --ray --replicas 3`: its URL, and this process joined to it."""
+    """The README's `openenv-mcp serve atari --game pong --ray --replicas 4`: its URL, and
+    this process joined to its cluster."""
     port = free_port()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [
-                *CLI,
-                "serve",
-                "echo",
-                "--ray",
-                "--replicas",
-                "3",
-                "--replica-cpus",
-                str(CPUS),
-                "--port",
-                str(port),
-            ],
+            [*CLI, *README_COMMAND, "--replica-cpus", str(CPUS), "--port", str(port)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -142,11 +136,25 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def test_the_readme_command_serves_atari_from_four_replicas(cluster: dict[str, Any]) -> None:
+    with MCPEnvClient(cluster["url"], frames="zstd").sync() as root:
+        assert root.get_action_meanings()[1] == "FIRE"
+        group = [root, *(root.spawn() for _ in range(7))]
+        for i, episode in enumerate(group):
+            obs, _ = episode.reset(seed=i)
+            assert obs.shape == (210, 160, 3)
+        for episode in group:
+            *_, info = episode.step(1)
+            assert info["step"] == 1
+        shards = {shard_of(e.episode_id or "") for e in group}
+    assert shards == set(replica_shards(APP)) and len(shards) == 4
+
+
 def test_every_call_reaches_the_replica_holding_its_episode(cluster: dict[str, Any]) -> None:
-    """3 replicas (as the CLI deployed them), 300 episodes x 20 steps through MCPVectorEnv."""
-    assert len(replica_shards(APP)) == 3
+    """3 replicas, 300 episodes x 20 steps through MCPVectorEnv."""
+    url = redeploy(cluster, "echo", 3)
     started = time.monotonic()
-    envs = MCPVectorEnv(cluster["url"], num_envs=300, timeout=120)
+    envs = MCPVectorEnv(url, num_envs=300, timeout=120)
     try:
         _, infos = envs.reset(seed=0)
         shards = Counter(shard_of(h) for h in infos["episode_id"])
@@ -358,3 +366,40 @@ def test_a_gone_shard_is_never_stepped_elsewhere(cluster: dict[str, Any]) -> Non
             assert info["step"] == 1
 
     asyncio.run(run())
+
+
+def test_the_kuberay_config_deploys(cluster: dict[str, Any]) -> None:
+    """docs/deploy/rayservice.yaml: its Serve application (import path and args) runs on
+    a real cluster, token required; its pods set the header the router reads."""
+    import yaml
+
+    from openenv_mcp.cluster import build_app
+    from openenv_mcp.sharding import ROUTE_HEADER
+
+    service = yaml.safe_load((ROOT / "docs" / "deploy" / "rayservice.yaml").read_text())
+    head = service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in head["containers"][0]["env"]}
+    assert env["RAY_SERVE_SESSION_ID_HEADER_KEY"] == ROUTE_HEADER
+    config = yaml.safe_load(service["spec"]["serveConfigV2"])
+    (application,) = config["applications"]
+    assert application["import_path"] == "openenv_mcp.cluster:build_app"
+    # As written, but two replicas on this machine and a known token.
+    args = {**application["args"], "replicas": 2, "replica_cpus": CPUS, "auth_token": "k8s-t0k3n"}
+    serve.delete(APP)
+    serve.run(build_app(args), name=APP, route_prefix=application["route_prefix"])
+
+    async def play() -> list[str | None]:
+        with pytest.raises(OpenEnvError, match="401"):
+            async with Session(cluster["url"]) as anonymous:
+                await anonymous.connect()
+        headers = {"Authorization": "Bearer k8s-t0k3n"}
+        async with Session(cluster["url"], headers=headers) as session:
+            assert session.spec.env == "atari"
+            group = [session.episode() for _ in range(4)]
+            for i, episode in enumerate(group):
+                await episode.reset(seed=i)
+            await session.step_batch(group, [1] * 4)
+            return [shard_of(e.episode_id or "") for e in group]
+
+    shards = asyncio.run(play())
+    assert set(shards) == set(replica_shards(APP))
