@@ -9,6 +9,12 @@
 # Output:  progress on stderr; on stdout one line, CHROMIUM=<abs path of the binary>.
 # Exit:    0 with the line; 1 (and why on stderr) where no Chromium can be had.
 set -euo pipefail
+# One set-up at a time on this machine (parallel test workers; apt and npm take locks
+# of their own and fail rather than wait).
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${TMPDIR:-/tmp}/openenv-mcp-setup.lock"
+  flock -w 1200 9 || true
+fi
 
 log() { echo "[ensure_chromium] $*" >&2; }
 

@@ -13,14 +13,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.figures import FIGURES
+from tests.figures import FIGURES_ENV
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -55,8 +59,21 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # the controller (or a plain run)
+        handle, path = tempfile.mkstemp(prefix="openenv-mcp-figures-", suffix=".txt")
+        os.close(handle)
+        os.environ[FIGURES_ENV] = path  # xdist's workers inherit it
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if FIGURES:
-        terminalreporter.section("openenv-mcp figures")
-        for line in FIGURES:
-            terminalreporter.write_line(line)
+    path = os.environ.get(FIGURES_ENV)
+    if os.environ.get("PYTEST_XDIST_WORKER") is not None or path is None:
+        return
+    with contextlib.suppress(OSError):
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        os.unlink(path)
+        if lines:
+            terminalreporter.section("openenv-mcp figures")
+            for line in lines:
+                terminalreporter.write_line(line)

@@ -625,8 +625,11 @@ class Session:
             # episodes), all in flight together; a call that fails is each of its
             # episodes' error, and the other calls' steps are still recorded.
             shards: dict[str | None, list[int]] = {}
-            for i, episode in enumerate(episodes):
-                shards.setdefault(self.shard_of(episode.require_episode("step")), []).append(i)
+            if self.sharded:
+                for i, episode in enumerate(episodes):
+                    shards.setdefault(shard_of(episode.require_episode("step")), []).append(i)
+            else:
+                shards[None] = list(range(len(episodes)))
 
             async def batch(shard: str | None, indices: list[int]) -> None:
                 try:
@@ -635,9 +638,12 @@ class Session:
                     for i in indices:
                         outcomes[i] = exc
 
-            async with anyio.create_task_group() as group:
-                for shard, indices in shards.items():
-                    group.start_soon(batch, shard, indices)
+            if len(shards) == 1:
+                await batch(*next(iter(shards.items())))
+            else:
+                async with anyio.create_task_group() as group:
+                    for shard, indices in shards.items():
+                        group.start_soon(batch, shard, indices)
         else:
 
             async def step_one(i: int) -> None:

@@ -45,7 +45,10 @@ async function mcp(method, params = {}) {
     "mcp-protocol-version": PROTOCOL,
     "mcp-method": method,
   };
-  if (method === "tools/call") headers["mcp-name"] = params.name;
+  if (method === "tools/call") {
+    headers["mcp-name"] = params.name;
+    Object.assign(headers, paramHeaders(await toolSchema(params.name), params.arguments));
+  }
   if (TOKEN) headers.authorization = `Bearer ${TOKEN}`;
   const response = await fetch("../mcp", { method: "POST", headers, body: JSON.stringify(body) });
   const text = await response.text();
@@ -65,6 +68,28 @@ async function mcp(method, params = {}) {
   if (!message) throw new Error(`no answer to ${method}`);
   if (message.error) throw new Error(message.error.message || json(message.error));
   return message.result;
+}
+
+async function toolSchema(name) {
+  if (!state.tools) state.tools = (await mcp("tools/list", {})).tools;
+  const tool = state.tools.find((t) => t.name === name);
+  return tool ? tool.inputSchema : null;
+}
+
+// MCP's x-mcp-header: an argument a tool marks travels in an Mcp-Param-* header too
+// (a sharded server's proxy routes on it), encoded as the MCP SDKs encode it.
+function paramHeaders(schema, args) {
+  const out = {};
+  for (const [key, prop] of Object.entries((schema && schema.properties) || {})) {
+    const token = prop["x-mcp-header"];
+    const value = args ? args[key] : undefined;
+    if (typeof token !== "string" || value === undefined || value === null) continue;
+    if (!["string", "number", "boolean"].includes(typeof value)) continue;
+    const text = String(value);
+    const plain = /^[\x20-\x7e]*$/.test(text) && text === text.trim() && !/^=\?base64\?.*\?=$/.test(text);
+    out[`mcp-param-${token.toLowerCase()}`] = plain ? text : `=?base64?${btoa(String.fromCharCode(...new TextEncoder().encode(text)))}?=`;
+  }
+  return out;
 }
 
 async function api(path) {

@@ -31,7 +31,8 @@ serve = pytest.importorskip("ray.serve")
 
 from openenv_mcp.cluster import deploy, replica_shards  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.ray]
+#: One cluster for the module: under pytest-xdist all its tests run on one worker.
+pytestmark = [pytest.mark.integration, pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 APP = "openenv-mcp"
 #: Logical CPUs per replica: four replicas fit the two-core cluster the CLI starts.

@@ -16,7 +16,8 @@ from openenv_mcp.client import MCPEnvClient
 from tests.servers import http_server
 from tests.web.conftest import Pages, check, screenshot
 
-pytestmark = pytest.mark.integration
+#: One Chromium and one Breakout server for the module: one pytest-xdist worker.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("browser")]
 
 TOKEN = "browser-test-token"
 
@@ -254,3 +255,24 @@ def test_a_token_protected_page(pages: Pages, tmp_path: Path) -> None:
         finally:
             other.close()
         page.close()  # before its server stops: a page left open sees it go
+
+
+def test_a_sharded_servers_page_sends_the_route_header(pages: Pages) -> None:
+    """On a sharded server (`--shard`, what a gateway or Ray routes) the standard stack and
+    the direct path refuse a call whose Mcp-Param-Route header does not mirror its
+    episode_id: the page plays only because it sends the header, as MCP clients must."""
+    with http_server("atari", "--game", "pong", "--web", "--shard", "pod-3") as url:
+        base = url.removesuffix("/mcp")
+        page = pages.open(f"{base}/web/?realtime=0")
+        check(page.inner_text("#stat-status") == "running")
+        for n in range(1, 4):
+            page.keyboard.press("Space")
+            wait_step(page, n)
+        page.click("#tabs button[data-tab='inspect']")
+        page.click("#tool-list li[data-tool='state']")
+        page.click("#tool-call")
+        page.wait_for_function(
+            "() => document.getElementById('tool-result').textContent.includes('@pod-3')"
+        )
+        check("error" not in page.inner_text("#tool-result").lower())
+        page.close()
