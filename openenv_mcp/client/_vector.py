@@ -1,8 +1,9 @@
 """``MCPVectorEnv``: Gymnasium's ``VectorEnv`` over N episodes of one or more servers.
 
 Episodes are stepped with one batched ``step_batch`` call per server (per replica,
-behind a sharded server's one URL) per step where the server lists that tool, else with one ``step`` call each, all in
-flight together. That choice is made in one place: :meth:`Session.step_batch`.
+behind a sharded server's one URL) per step where the server lists that tool, else
+with one ``step`` call each, all in flight together. That choice is made in one
+place: :meth:`Session.step_batch`.
 """
 
 from __future__ import annotations

@@ -17,11 +17,10 @@ from ray import serve
 from ray.serve.config import RequestRouterConfig
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError
+from openenv_mcp.server._http import TOKEN_ENV
 from openenv_mcp.sharding import ROUTE_HEADER, route_shard
 
 __all__ = ["DEFAULT_MAX_ONGOING", "Deployment", "build_app", "deploy", "replica_shards"]
-
-log = logging.getLogger("openenv_mcp.cluster")
 
 #: The proxy hands the router this header's value as the request's session id.
 SESSION_HEADER_ENV = "RAY_SERVE_SESSION_ID_HEADER_KEY"
@@ -115,7 +114,7 @@ def build_app(args: dict[str, Any]) -> Any:
         replicas=int(args.get("replicas", 1)),
         options=dict(args.get("options") or {}),
         settings=dict(args.get("settings") or {}),
-        auth_token=args.get("auth_token") or os.environ.get("OPENENV_MCP_AUTH_TOKEN"),
+        auth_token=args.get("auth_token") or os.environ.get(TOKEN_ENV),
         allowed_hosts=list(args.get("allowed_hosts") or []),
         replica_cpus=float(args.get("replica_cpus", 1.0)),
         max_ongoing_requests=int(args.get("max_ongoing_requests", DEFAULT_MAX_ONGOING)),
@@ -244,19 +243,25 @@ def deploy(
             )
         else:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-    needed = replicas * replica_cpus
-    total = ray.cluster_resources().get("CPU", 0.0)
-    if needed > total:
-        raise ArgumentError(
-            f"{replicas} replicas x {replica_cpus:g} CPU need {needed:g} CPUs; the cluster has "
-            f"{total:g}: lower --replica-cpus or --replicas (Serve would wait forever)"
-        )
-    serve.start(http_options={"host": host, "port": port})
-    _run_with_deadline(application, app_name, timeout)
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/mcp"
     deployment = Deployment(url=url, app_name=app_name, replicas=replicas, local_cluster=local)
-    if replicas > 1:
-        _check_routing(url, auth_token, 2 * replicas)
+    try:
+        needed = replicas * replica_cpus
+        total = ray.cluster_resources().get("CPU", 0.0)
+        if needed > total:
+            raise ArgumentError(
+                f"{replicas} replicas x {replica_cpus:g} CPU need {needed:g} CPUs; the cluster "
+                f"has {total:g}: lower --replica-cpus or --replicas (Serve would wait forever)"
+            )
+        serve.start(http_options={"host": host, "port": port})
+        _run_with_deadline(application, app_name, timeout)
+        if replicas > 1:
+            _check_routing(url, auth_token, 2 * replicas)
+    except BaseException:
+        if local:  # leave nothing behind
+            with contextlib.suppress(Exception):
+                deployment.shutdown()
+        raise
     return deployment
 
 
