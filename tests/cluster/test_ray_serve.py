@@ -8,11 +8,13 @@ to redeploy with other replica counts and to kill replicas. Every wait is bounde
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,8 +33,7 @@ serve = pytest.importorskip("ray.serve")
 
 from openenv_mcp.cluster import deploy, replica_shards  # noqa: E402
 
-#: One cluster for the module: under pytest-xdist all its tests run on one worker.
-pytestmark = [pytest.mark.integration, pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.integration, pytest.mark.ray]
 
 APP = "openenv-mcp"
 #: Logical CPUs per replica: four replicas fit the two-core cluster the CLI starts.
@@ -69,10 +70,29 @@ def cluster() -> Iterator[dict[str, Any]]:
             log.seek(0)
             tail = log.read().decode(errors="replace")[-3000:]
         assert code == 0, tail
-        left = subprocess.run(
-            ["pgrep", "-f", "raylet|gcs_server|ServeReplica"], capture_output=True
-        )
-        assert left.stdout == b"", f"Ray processes left behind: {left.stdout!r}"
+        # The cluster's processes exit on their own once the CLI has stopped it.
+        wait_for(lambda: not ray_processes(), 60, "Ray processes to exit")
+
+
+def ray_processes() -> list[str]:
+    """This machine's Ray processes (a raylet, the GCS, replicas), by their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if entry.name.isdigit() and any(
+            name in cmdline for name in (b"raylet", b"gcs_server", b"ServeReplica")
+        ):
+            found.append(entry.name)
+    return found
+
+
+def delete_app() -> None:
+    """Delete the application; its replicas are gone from Serve when this returns."""
+    serve.delete(APP)
+    wait_for(lambda: not replica_shards(APP), 60, "the old replicas to stop")
 
 
 def _first_line(proc: subprocess.Popen[bytes], log: Any, timeout: float) -> str:
@@ -99,7 +119,7 @@ def _first_line(proc: subprocess.Popen[bytes], log: Any, timeout: float) -> str:
 
 def redeploy(cluster: dict[str, Any], env: str, replicas: int, **options: Any) -> str:
     """Replace the application with ``replicas`` servers of ``env`` (same URL)."""
-    serve.delete(APP)
+    delete_app()
     deployment = deploy(
         env,
         replicas=replicas,
@@ -113,14 +133,16 @@ def redeploy(cluster: dict[str, Any], env: str, replicas: int, **options: Any) -
 
 
 def replica_memory() -> list[float]:
-    """Resident memory (MiB) of each replica process."""
-    import psutil
-
+    """Resident memory (MiB) of each live replica's process (asked of the replica)."""
     found = []
-    for proc in psutil.process_iter(["cmdline", "memory_info"]):
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if f"ServeReplica:{APP}:EnvServer" in cmdline:
-            found.append(proc.info["memory_info"].rss / 2**20)
+    for shard in replica_shards(APP):
+        actor = ray.get_actor(f"SERVE_REPLICA::{APP}#EnvServer#{shard}", namespace="serve")
+        pid = ray.get(actor.__ray_call__.remote(lambda _: os.getpid()), timeout=30)
+        status = Path(f"/proc/{pid}/status").read_text()
+        rss_kib = next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
+        )
+        found.append(rss_kib / 1024)
     return found
 
 
@@ -386,7 +408,7 @@ def test_the_kuberay_config_deploys(cluster: dict[str, Any]) -> None:
     assert application["import_path"] == "openenv_mcp.cluster:build_app"
     # As written, but two replicas on this machine and a known token.
     args = {**application["args"], "replicas": 2, "replica_cpus": CPUS, "auth_token": "k8s-t0k3n"}
-    serve.delete(APP)
+    delete_app()
     serve.run(build_app(args), name=APP, route_prefix=application["route_prefix"])
 
     async def play() -> list[str | None]:

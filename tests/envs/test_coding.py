@@ -176,8 +176,11 @@ def bwrap() -> str:
 
 
 def sandbox_pids() -> list[int]:
-    """Live processes of any sandbox uid (every run's are gone when its step returns)."""
-    found = []
+    """Live processes of any sandbox uid that this process started, or that escaped to
+    init (every run's are gone when its step returns). Sandboxes of other processes (a
+    parallel test worker's) are theirs to check."""
+    parents: dict[int, int] = {}
+    candidates = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -185,12 +188,36 @@ def sandbox_pids() -> list[int]:
             status = Path(f"/proc/{entry}/status").read_text()
         except OSError:
             continue
-        for line in status.splitlines():
-            if line.startswith("Uid:"):
-                uid = int(line.split()[1])
-                if UID_BASE <= uid < UID_BASE + UID_SPAN and "State:\tZ" not in status:
-                    found.append(int(entry))
-                break
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pid = int(entry)
+        parents[pid] = int(fields.get("PPid", "0").split()[0] or 0)
+        uid = int(fields.get("Uid", "0").split()[0])
+        if UID_BASE <= uid < UID_BASE + UID_SPAN and "Z" not in fields.get("State", ""):
+            candidates.append(pid)
+    me = os.getpid()
+
+    def ours(pid: int) -> bool:
+        if parents.get(pid) == 1:  # orphaned: an escape
+            return True
+        seen = set()
+        while pid not in seen and pid > 1:  # started here
+            seen.add(pid)
+            pid = parents.get(pid, 0)
+            if pid == me:
+                return True
+        return False
+
+    return [pid for pid in candidates if ours(pid)]
+
+
+def describe_pids(pids: list[int]) -> list[str]:
+    """What is known of each process (it may be gone by now)."""
+    found = []
+    for pid in pids:
+        try:
+            found.append(Path(f"/proc/{pid}/status").read_text()[:300])
+        except OSError:
+            found.append(f"{pid}: gone")
     return found
 
 
@@ -232,7 +259,7 @@ def still_serves(client: Any) -> None:
     obs, *_ = step(client, "print(6 * 7)")
     assert obs["stdout"] == "42\n" and obs["exit_code"] == 0
     left = sandbox_pids()
-    assert left == [], [Path(f"/proc/{p}/status").read_text()[:300] for p in left]
+    assert left == [], describe_pids(left)
 
 
 Check = Callable[[dict[str, Any], dict[str, Any]], None]

@@ -16,8 +16,7 @@ from openenv_mcp.client import MCPEnvClient
 from tests.servers import http_server
 from tests.web.conftest import Pages, check, screenshot
 
-#: One Chromium and one Breakout server for the module: one pytest-xdist worker.
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("browser")]
+pytestmark = pytest.mark.integration
 
 TOKEN = "browser-test-token"
 
