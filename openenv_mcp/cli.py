@@ -187,7 +187,10 @@ def serve(
             [env_cls.Config, ServerSettings], list(ctx.args), where=env
         )
         settings = make_config(ServerSettings, settings_options, "server settings")
-        server = build_server(env_cls, settings=settings, **options)
+        if ray:  # the replicas build the servers; here, only check the options
+            env_config = make_config(env_cls.Config, options, env)
+        else:
+            server = build_server(env_cls, settings=settings, **options)
         if http:
             # refuse an unsafe bind before starting
             http_run_options(host, auth_token, allowed_hosts=allowed_host or [])
@@ -197,9 +200,7 @@ def serve(
         _serve_on_ray(
             env,
             replicas=replicas,
-            options=make_config(env_cls.Config, options, env).model_dump(
-                mode="json", exclude_unset=True
-            ),
+            options=env_config.model_dump(mode="json", exclude_unset=True),
             settings=settings.model_dump(mode="json", exclude_unset=True),
             address=ray_address,
             host=host,

@@ -165,3 +165,21 @@ def test_log_level_info_says_what_is_served() -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 0 and "serving echo over stdio" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--ray", "--stdio"], "--ray serves over HTTP only"),
+        (["--ray", "--web"], "--ray serves over HTTP only"),
+        (["--ray-address", "auto"], "--ray-address is for --ray"),
+        (["--ray", "--max-steps", "zero"], "max_steps"),
+        (["--ray", "--shard", "x"], "each replica's shard is its Ray replica id"),
+    ],
+)
+def test_serve_ray_refuses_what_cannot_work_before_starting_a_cluster(
+    args: list[str], says: str
+) -> None:
+    result = runner.invoke(app, ["serve", "echo", *args])
+    assert result.exit_code != 0
+    assert says in result.output, result.output
