@@ -9,12 +9,6 @@
 # Output:  progress on stderr; on stdout one line, CHROMIUM=<abs path of the binary>.
 # Exit:    0 with the line; 1 (and why on stderr) where no Chromium can be had.
 set -euo pipefail
-# One set-up at a time on this machine (parallel test workers; apt and npm take locks
-# of their own and fail rather than wait).
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"${TMPDIR:-/tmp}/openenv-mcp-setup.lock"
-  flock -w 1200 9 || true
-fi
 
 log() { echo "[ensure_chromium] $*" >&2; }
 
@@ -41,8 +35,9 @@ if [ "$(id -u)" != 0 ]; then
 else
   SUDO=""
 fi
-# One installer at a time (test processes may ask together).
-exec 9>/tmp/openenv-mcp-ensure-chromium.lock
+# One apt install at a time on this machine (ensure_debian.sh takes the same lock):
+# test processes may ask together, and apt fails rather than waits.
+exec 9>/tmp/openenv-mcp-apt.lock
 flock 9
 found && exit 0
 log "installing Debian's chromium (once; about a minute)..."

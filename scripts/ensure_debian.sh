@@ -7,12 +7,6 @@
 # Output:  progress on stderr; on stdout one line, PROGRAM=<abs path>.
 # Exit:    0 with the line; 1 (and why on stderr) where it cannot be installed.
 set -euo pipefail
-# One set-up at a time on this machine (parallel test workers; apt and npm take locks
-# of their own and fail rather than wait).
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"${TMPDIR:-/tmp}/openenv-mcp-setup.lock"
-  flock -w 1200 9 || true
-fi
 package="${1:?usage: ensure_debian.sh PACKAGE PROGRAM}"
 program="${2:?usage: ensure_debian.sh PACKAGE PROGRAM}"
 log() { echo "[ensure_debian] $*" >&2; }
@@ -36,7 +30,9 @@ if [ "$(id -u)" != 0 ]; then
 else
   SUDO=""
 fi
-exec 9>/tmp/openenv-mcp-ensure-debian.lock
+# One apt install at a time on this machine (ensure_chromium.sh takes the same lock):
+# apt fails rather than waits when another holds its own.
+exec 9>/tmp/openenv-mcp-apt.lock
 flock 9
 found && exit 0
 log "installing Debian's $package (once)..."

@@ -23,12 +23,6 @@
 #          A caller that only needs the launcher can take the last stdout line
 #          and strip the "INSPECTOR=" prefix.
 set -euo pipefail
-# One set-up at a time on this machine (parallel test workers; apt and npm take locks
-# of their own and fail rather than wait).
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"${TMPDIR:-/tmp}/openenv-mcp-setup.lock"
-  flock -w 1200 9 || true
-fi
 
 # Version pins: majors only; an existing install is reused until the pins change.
 INSPECTOR_SPEC="${OPENENV_MCP_INSPECTOR_SPEC:-@modelcontextprotocol/inspector@2}"
