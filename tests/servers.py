@@ -250,12 +250,12 @@ INITIALIZE = {
 }
 
 
-def ensure_installed(script: str, what: str) -> str:
-    """Run one of the project's set-up scripts (``scripts/SCRIPT``) and return its stdout,
-    or skip the test, saying why, where the install cannot happen here."""
+def ensure_installed(script: str, what: str, *args: str) -> str:
+    """Run one of the project's set-up scripts (``scripts/SCRIPT ARGS``) and return its
+    stdout, or skip the test, saying why, where the install cannot happen here."""
     try:
         proc = subprocess.run(
-            ["bash", str(ROOT / "scripts" / script)],
+            ["bash", str(ROOT / "scripts" / script), *args],
             capture_output=True,
             text=True,
             timeout=900,

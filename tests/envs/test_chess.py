@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from openenv_mcp.options import make_config
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.testing import check_env
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
-from tests.servers import CLI, ROOT, http_server, stdio_command
+from tests.servers import CLI, ROOT, ensure_installed, http_server, stdio_command
 from tests.test_independent_clients import call as inspector_call
 from tests.test_independent_clients import (
     http_target,
@@ -83,19 +82,9 @@ def rollout(env: ChessEnv, seed: int, steps: int = 30) -> list[Any]:
 @pytest.fixture(scope="session")
 def stockfish() -> str:
     """Debian's Stockfish, installed where missing (skips, saying why, where it cannot be)."""
-    try:
-        proc = subprocess.run(
-            ["bash", str(ROOT / "scripts" / "ensure_debian.sh"), "stockfish", "stockfish"],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"Stockfish could not be installed: {exc}")
-    if proc.returncode != 0:
-        pytest.skip(f"Stockfish could not be installed: {proc.stderr.strip()[-800:]}")
-    line = proc.stdout.strip().splitlines()[-1]
-    assert line.startswith("STOCKFISH="), proc.stdout
+    out = ensure_installed("ensure_debian.sh", "Stockfish", "stockfish", "stockfish")
+    line = out.strip().splitlines()[-1]
+    assert line.startswith("STOCKFISH="), out
     return line.split("=", 1)[1]
 
 

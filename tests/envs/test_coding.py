@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from openenv_mcp.options import parse_cli_options
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.testing import check_env
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
-from tests.servers import ROOT, http_server, stdio_command
+from tests.servers import ROOT, ensure_installed, http_server, stdio_command
 from tests.test_independent_clients import call, http_target, inspector, node_tools  # noqa: F401
 
 SMALL: dict[str, Any] = {
@@ -164,15 +163,8 @@ def test_server_writes_never_follow_links(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def bwrap() -> str:
-    proc = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "ensure_debian.sh"), "bubblewrap", "bwrap"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"bubblewrap could not be installed: {proc.stderr.strip()[-500:]}")
-    return proc.stdout.strip().split("=", 1)[1]
+    out = ensure_installed("ensure_debian.sh", "bubblewrap", "bubblewrap", "bwrap")
+    return out.strip().split("=", 1)[1]
 
 
 def sandbox_pids() -> list[int]:
