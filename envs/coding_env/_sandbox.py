@@ -195,17 +195,7 @@ class Sandbox:
 
     def _bwrap_args(self, workdir: Path) -> list[str]:
         assert self.bwrap is not None
-        return [
-            *_bwrap_prefix(self.bwrap, self.python, self.limits.tmp_mib),
-            "--bind",
-            str(workdir),
-            INSIDE_DIR,
-            "--chdir",
-            INSIDE_DIR,
-            "--remount-ro",
-            "/",
-            "--",
-        ]
+        return _bwrap_argv(self.bwrap, self.python, self.limits.tmp_mib, str(workdir))
 
     def command(self, workdir: Path, payload: list[str]) -> list[str]:
         """The argv of one run: ``payload`` is what follows the boot program's config."""
@@ -370,6 +360,22 @@ class Sandbox:
         return path
 
 
+def _bwrap_argv(bwrap: str, python: str, tmp_mib: int, workdir: str) -> list[str]:
+    """bwrap up to ``--``: the sandbox, with ``workdir`` as its writable working directory
+    (the one the probe checks is the one runs use)."""
+    return [
+        *_bwrap_prefix(bwrap, python, tmp_mib),
+        "--bind",
+        workdir,
+        INSIDE_DIR,
+        "--chdir",
+        INSIDE_DIR,
+        "--remount-ro",
+        "/",
+        "--",
+    ]
+
+
 def _bwrap_prefix(bwrap: str, python: str, tmp_mib: int) -> list[str]:
     args = [
         bwrap,
@@ -444,15 +450,7 @@ def _probe_cached(bwrap: str, python: str, root: bool) -> str | None:
         if uid is not None:
             os.chown(tmp, uid, uid)
         argv = [
-            *_bwrap_prefix(bwrap, python, 1),
-            "--bind",
-            tmp,
-            INSIDE_DIR,
-            "--chdir",
-            INSIDE_DIR,
-            "--remount-ro",
-            "/",
-            "--",
+            *_bwrap_argv(bwrap, python, 1, tmp),
             python,
             "-s",
             "-B",
