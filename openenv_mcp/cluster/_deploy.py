@@ -181,8 +181,13 @@ def replica_shards(app_name: str = "openenv-mcp") -> list[str]:
     if status is None:
         return []
     replicas = ray.util.list_named_actors(all_namespaces=True)
-    prefix = f"SERVE_REPLICA::{app_name}#{DEPLOYMENT_NAME}#"
+    prefix = replica_actor_name(app_name, "")
     return sorted(a["name"][len(prefix) :] for a in replicas if a["name"].startswith(prefix))
+
+
+def replica_actor_name(app_name: str, shard: str) -> str:
+    """The Ray actor name (namespace ``serve``) of the replica whose id is ``shard``."""
+    return f"SERVE_REPLICA::{app_name}#{DEPLOYMENT_NAME}#{shard}"
 
 
 def deploy(

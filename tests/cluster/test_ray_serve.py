@@ -32,6 +32,7 @@ ray = pytest.importorskip("ray", reason="the [ray] extra is not installed (./dev
 serve = pytest.importorskip("ray.serve")
 
 from openenv_mcp.cluster import deploy, replica_shards  # noqa: E402
+from openenv_mcp.cluster._deploy import replica_actor_name  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.ray]
 
@@ -136,7 +137,7 @@ def replica_memory() -> list[float]:
     """Resident memory (MiB) of each live replica's process (asked of the replica)."""
     found = []
     for shard in replica_shards(APP):
-        actor = ray.get_actor(f"SERVE_REPLICA::{APP}#EnvServer#{shard}", namespace="serve")
+        actor = ray.get_actor(replica_actor_name(APP, shard), namespace="serve")
         pid = ray.get(actor.__ray_call__.remote(lambda _: os.getpid()), timeout=30)
         status = Path(f"/proc/{pid}/status").read_text()
         rss_kib = next(
@@ -147,7 +148,7 @@ def replica_memory() -> list[float]:
 
 
 def kill_replica(shard: str) -> None:
-    actor = ray.get_actor(f"SERVE_REPLICA::{APP}#EnvServer#{shard}", namespace="serve")
+    actor = ray.get_actor(replica_actor_name(APP, shard), namespace="serve")
     ray.kill(actor, no_restart=True)
 
 
