@@ -136,7 +136,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         policy = Policy(141, n_actions)
         rng = np.random.default_rng(args.seed)
         print(
-            f"GRPO rollouts on {first.spec.config.get('game')} over MCP: groups of "
+            f"GRPO rollouts on {first.server_spec.config.get('game')} over MCP: groups of "
             f"{args.group_size} forks x {args.horizon} steps; "
             f"actions {first.get_action_meanings()}",
             flush=True,

@@ -219,7 +219,7 @@ async def main(args: argparse.Namespace) -> dict[str, float]:
         envs = [first] + [first.spawn() for _ in range(batch - 1)]
         try:
             print(
-                f"GRPO on {first.env_name} {first.spec.config.get('id')} over MCP: "
+                f"GRPO on {first.env_name} {first.server_spec.config.get('id')} over MCP: "
                 f"{args.iterations} updates x {args.groups} groups x {args.group_size} "
                 f"rollouts ({args.iterations * batch} hands); actions "
                 f"{first.get_action_meanings()}",

@@ -184,7 +184,7 @@ def environment_factory(
     """
     root = MCPEnvClient(target).sync()
     atexit.register(root.close)
-    spec = root.spec
+    spec = root.server_spec
     with_images = spec.has_frame if images is None else images
     namespace: dict[str, Any] = {
         "_root": root,

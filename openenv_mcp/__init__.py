@@ -1,8 +1,9 @@
 """openenv-mcp: every RL environment as a standard MCP server.
 
-What users import: the environment contract, the server builder, the client
-and the errors' module. Every name is loaded on first use, so importing the
-package is cheap (the server stack loads only when a server is built).
+What users import: the environment contract (and its optional narration), the
+server builder, the client and the errors' module. Every name is loaded on first
+use, so importing the package is cheap (the server stack loads only when a server
+is built).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ __all__ = [
     "EnvTool",
     "Environment",
     "MCPEnvClient",
+    "Narration",
     "Resources",
     "ServerSettings",
+    "Serving",
     "StepResult",
     "build_server",
     "serve",
@@ -32,6 +35,8 @@ _EXPORTS = {
     "Environment": "openenv_mcp.environment",
     "StepResult": "openenv_mcp.environment",
     "Resources": "openenv_mcp.environment",
+    "Serving": "openenv_mcp.environment",
+    "Narration": "openenv_mcp.narration",
     "MCPEnvClient": "openenv_mcp.client",
     "ServerSettings": "openenv_mcp.server",
     "build_server": "openenv_mcp.server",
@@ -48,6 +53,8 @@ if TYPE_CHECKING:
         Environment,
         EnvTool,
         Resources,
+        Serving,
         StepResult,
     )
+    from openenv_mcp.narration import Narration
     from openenv_mcp.server import ServerSettings, build_server, serve

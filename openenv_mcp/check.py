@@ -174,7 +174,7 @@ def _rollout(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
             if not tried:
                 raise
             ranged = "(the rollout failed without the network)"
-    if tried and env_cls.offline:
+    if tried and env_cls.serving.offline:
         raise _Failed(
             f"it declares offline = True but connected to {', '.join(tried[:3])}: set offline "
             "= False on the class, or stop reaching the network"
@@ -190,7 +190,7 @@ def _reward_range(env_cls: type[Environment[Any]], options: dict[str, Any]) -> s
     from openenv_mcp.options import make_config
     from openenv_mcp.spaces import encode
 
-    low, high = env_cls.reward_range
+    low, high = env_cls.serving.reward_range
     declared = not (math.isinf(low) and math.isinf(high))
     env = env_cls(make_config(env_cls.Config, options, env_cls.name))
     try:
@@ -220,12 +220,15 @@ def _reward_range(env_cls: type[Environment[Any]], options: dict[str, Any]) -> s
     finally:
         env.close()
     if not declared:
-        return f"{len(seen)} seeded steps; no reward_range declared (set it to have it checked)"
+        return (
+            f"{len(seen)} seeded steps; no reward_range declared (set serving.reward_range to "
+            "have it checked)"
+        )
     outside = [r for r in seen if not low <= r <= high]
     if outside:
         raise _Failed(
             f"rewards {sorted(set(outside))[:5]} lie outside the declared reward_range "
-            f"({low:g}, {high:g}): widen reward_range, or fix the reward"
+            f"({low:g}, {high:g}): widen serving.reward_range, or fix the reward"
         )
     return (
         f"{len(seen)} seeded steps, rewards {min(seen):g}..{max(seen):g} within ({low:g}, {high:g})"

@@ -395,7 +395,7 @@ def describe(
             }
             for name, field in env_cls.Config.model_fields.items()
         },
-        "spec": env_app.spec(),
+        "spec": env_app.spec_json(),
         "metadata": env_app.prototype.metadata(),
         "settings": {
             name: {
@@ -416,7 +416,7 @@ def describe(
     typer.echo(f"{env_cls.name}: {env_cls.description}\n\nOptions (openenv-mcp serve {env} ...):")
     for name, opt in info["options"].items():
         typer.echo(f"  --{name.replace('_', '-'):<28} {opt['description']} [{opt['default']}]")
-    spec = env_app.spec()
+    spec = env_app.spec_json()
     proto = env_app.prototype
     if spec["actions"]:
         typer.echo("\nActions:")

@@ -239,7 +239,7 @@ async def _collect_policy(
     finished = result.skipped
 
     async with Session(command, server_log=str(out / "server.log")) as session:
-        space = session.spec.action_space
+        space = session.server_spec.action_space
 
         async def worker() -> None:
             nonlocal finished

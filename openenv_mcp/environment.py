@@ -1,27 +1,38 @@
 """The contract every openenv-mcp environment implements.
 
 This file is the whole contract, in the manner of Gymnasium's ``core.py``: the
-server and the client depend on nothing else of an environment. An
-environment is a class, generic over its ``Config``, with:
+server and the client depend on nothing else of an environment. The core is
+what Gymnasium's ``Env`` asks, plus a ``Config``::
 
-* ``Config``: a pydantic model of its construction options (CLI flags and
-  Python keyword arguments share these names); ``__init__`` takes an instance;
-* ``action_space`` and ``observation_space``: Gymnasium spaces, set in
-  ``__init__`` as a Gymnasium env sets them. Values travel as
-  :mod:`openenv_mcp.spaces` writes them, so any Gymnasium space works, nested
-  or not;
-* optionally ``action_set``: names and meanings for a ``Discrete`` action space
-  (one MCP tool per action; ``step`` takes a name or a number), and
-  ``has_frame`` / ``frame_is_observation`` where :meth:`render` draws frames;
-* ``reset(seed, options)`` -> ``(observation, info)`` and ``step(action)`` ->
-  :class:`StepResult` (the Gymnasium five: never a lone ``done``);
-  ``info["action_mask"]`` (Gymnasium's convention) marks the actions legal
-  next, where that changes from state to state;
-* ``state()``, ``render()``, ``close()``; optionally its own tools
-  (:class:`EnvTool`) and snapshots.
+    class Coin(Environment[CoinConfig]):
+        name = "coin"
+        description = "Guess the coin."
+        Config = CoinConfig                     # construction options (CLI flags)
 
-One instance serves one episode at a time; the server creates one instance per
-live episode and never calls an instance from two threads at once.
+        def __init__(self, config: CoinConfig) -> None:
+            super().__init__(config)
+            self.action_space = spaces.Discrete(2)
+            self.observation_space = spaces.Discrete(2)
+            self.action_set = ActionSet.from_names(["HEADS", "TAILS"])  # optional names
+
+        def reset(self, seed=None, options=None): ...   # -> (observation, info)
+        def step(self, action): ...                     # -> StepResult (the Gymnasium five)
+
+and, where they apply, ``render`` (with ``render_mode = "rgb_array"``), ``close``,
+``snapshot``/``restore`` and ``tools``. Everything else is optional and grouped:
+
+* schemas come from pydantic models, as ``Config`` does: ``Options`` (per-episode
+  options of ``reset``, validated before ``reset`` sees them) and ``Info`` (what
+  ``info`` holds, for clients);
+* serving hints are one declared value, :class:`Serving`;
+* the words a model reads (title, rules, the observation in words, a step's
+  events) are a facet of their own, :class:`openenv_mcp.narration.Narration`;
+* ``state``, ``parse_action`` and ``metadata`` have defaults that fit most envs.
+
+``info["action_mask"]`` (Gymnasium's convention) marks the actions legal next,
+where that changes from state to state. One instance serves one episode at a
+time; the server creates one instance per live episode and never calls an
+instance from two threads at once.
 """
 
 from __future__ import annotations
@@ -35,9 +46,10 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from openenv_mcp.errors import InvalidAction, UnsupportedOption, did_you_mean
+from openenv_mcp.options import format_validation_error
 from openenv_mcp.spaces import decode, space_to_json, value_schema
 
 __all__ = [
@@ -47,9 +59,12 @@ __all__ = [
     "EnvTool",
     "Environment",
     "Resources",
+    "Serving",
     "StepResult",
     "contract_problems",
-    "reject_options",
+    "has_frame",
+    "parse_options",
+    "supports_snapshots",
 ]
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
@@ -268,8 +283,7 @@ class EnvTool:
 
 @dataclass(frozen=True)
 class Resources:
-    """What one server of an environment needs, declared by the environment for its
-    manifest (a deployer's requests and limits).
+    """What one server of an environment needs, for a deployer (the manifest's ``resources``).
 
     Attributes:
         cpu: cores one server uses when busy.
@@ -284,24 +298,38 @@ class Resources:
     episode_timeout_s: float = 3600.0
 
 
-class Environment(ABC, Generic[ConfigT]):
-    """An RL environment that openenv-mcp can serve.
+@dataclass(frozen=True)
+class Serving:
+    """How an environment may be served: the hints a server and a deployer read.
 
-    Subclasses set ``name``, ``description`` and ``Config`` (the model
-    ``ConfigT`` names), set ``action_space`` and ``observation_space`` in
-    ``__init__``, and implement :meth:`reset` and :meth:`step`::
-
-        class Coin(Environment[CoinConfig]):
-            name = "coin"
-            description = "Guess the coin."
-            Config = CoinConfig
-
-            def __init__(self, config: CoinConfig) -> None:
-                super().__init__(config)
-                self.action_space = spaces.Discrete(2)
-                self.observation_space = spaces.Discrete(2)
-                self.action_set = ActionSet.from_names(["HEADS", "TAILS"])
+    Attributes:
+        inline: every call is short and bounded (no I/O, no unbounded loops), so the
+            server may run it on its event loop instead of a worker thread.
+        action_tools: the server may offer one MCP tool per named action (``fire``,
+            ``left``); ``False`` for an env with very many actions.
+        offline: it runs with no network at all (no downloads, no remote calls);
+            ``openenv-mcp check`` holds it to that.
+        reward_range: the least and greatest reward one step can give (the manifest's;
+            ``openenv-mcp check`` holds the env to it).
+        resources: what one server needs (the manifest's ``resources``).
+        rewards: composed rewards (:mod:`openenv_mcp.rewards`) served with the env
+            beside any ``--reward``; the env's own reward otherwise.
+        enforce_mask: the server refuses an action ``info["action_mask"]`` marks
+            illegal (``InvalidAction``); ``False`` where the mask only advises, as in
+            Gymnasium's Taxi (a masked action is a legal, penalised step there).
     """
+
+    inline: bool = False
+    action_tools: bool = True
+    offline: bool = True
+    reward_range: tuple[float, float] = (-math.inf, math.inf)
+    resources: Resources = Resources()
+    rewards: tuple[Any, ...] = ()
+    enforce_mask: bool = True
+
+
+class Environment(ABC, Generic[ConfigT]):
+    """An RL environment that openenv-mcp can serve (see the module's docstring)."""
 
     #: Registry name (``openenv-mcp serve NAME``).
     name: ClassVar[str]
@@ -309,23 +337,17 @@ class Environment(ABC, Generic[ConfigT]):
     description: ClassVar[str]
     #: Construction options (``ConfigT``); its field descriptions become CLI help.
     Config: ClassVar[type[BaseModel]]
-    #: Whether :meth:`snapshot` / :meth:`restore` are implemented.
-    supports_snapshots: ClassVar[bool] = False
-    #: Whether every call is short and bounded (no I/O, no unbounded loops), so
-    #: the server may run it on its event loop instead of a worker thread.
-    run_inline: ClassVar[bool] = False
-    #: Whether the server may offer one MCP tool per named action (``fire``,
-    #: ``left``); ``False`` for an env with very many actions.
-    action_tools: ClassVar[bool] = True
-    #: What ``step``'s ``action`` argument is, for a model reading the tool.
-    action_description: ClassVar[str] = ""
-    #: The least and greatest reward one step can give (the manifest's ``reward_range``;
-    #: ``openenv-mcp check`` holds the env to it).
-    reward_range: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
-    #: What one server of this env needs, for a deployer (the manifest's ``resources``).
-    resources: ClassVar[Resources] = Resources()
-    #: Whether it runs with no network at all (no downloads, no remote calls).
-    offline: ClassVar[bool] = True
+    #: Per-episode options of :meth:`reset`, or ``None`` for none; the server checks
+    #: options against it (unknown names, types, ranges) before ``reset`` sees them. An
+    #: instance may set its own (its ranges depend on the config).
+    Options: type[BaseModel] | None = None
+    #: The fields of ``info``, documented for clients (the tools' ``outputSchema``).
+    Info: ClassVar[type[BaseModel] | None] = None
+    #: How it may be served (:class:`Serving`).
+    serving: ClassVar[Serving] = Serving()
+    #: What a model reads of it (:class:`openenv_mcp.narration.Narration`); ``None``
+    #: for the defaults (its name, its description, no events).
+    narration: ClassVar[type[Any] | None] = None
 
     #: The space of actions ``step`` takes (set in ``__init__``).
     action_space: spaces.Space[Any]
@@ -333,34 +355,68 @@ class Environment(ABC, Generic[ConfigT]):
     observation_space: spaces.Space[Any]
     #: Names and meanings of the values of a ``Discrete`` action space, or ``None``.
     action_set: ActionSet | None = None
-    #: Whether :meth:`render` returns frames (sent to clients as PNG images).
-    has_frame: bool = False
+    #: ``"rgb_array"`` where :meth:`render` draws frames (sent to clients as PNG images).
+    render_mode: str | None = None
     #: Whether the observation is the RGB frame itself, so a client may take it from the PNG.
     frame_is_observation: bool = False
 
     def __init__(self, config: ConfigT) -> None:
         self.config: ConfigT = config
 
-    # -- description -------------------------------------------------------------
+    # -- the episode ---------------------------------------------------------------
 
-    @property
-    def title(self) -> str:
-        """What is being served, for people and models (``"Atari Breakout"``)."""
-        return self.name
+    @abstractmethod
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Start a new episode.
 
-    def action_schema(self) -> dict[str, Any]:
-        """JSON schema of ``step``'s ``action`` argument (from the action space and names)."""
-        schema = (
-            self.action_set.json_schema()
-            if self.action_set is not None
-            else value_schema(self.action_space)
-        )
-        if self.action_description:
-            known = schema.get("description")
-            schema["description"] = (
-                f"{self.action_description} {known}" if known else self.action_description
-            )
-        return schema
+        Args:
+            seed: seeds every source of randomness; the same seed and actions
+                must reproduce the episode exactly. ``None`` continues the env's
+                own random stream (a fresh one the first time), as Gymnasium does.
+            options: per-episode options, already checked against :attr:`Options`
+                (only the ones the caller set).
+
+        Returns:
+            ``(observation, info)``.
+        """
+
+    @abstractmethod
+    def step(self, action: Any) -> StepResult:
+        """Advance one step with an action returned by :meth:`parse_action`."""
+
+    def render(self) -> np.ndarray | None:
+        """The current frame as an ``HxWx3`` uint8 array (``render_mode="rgb_array"``)."""
+        return None
+
+    def close(self) -> None:
+        """Free the environment's resources. Called once; the instance is then dropped."""
+        return None
+
+    def tools(self) -> list[EnvTool]:
+        """The environment's own tools, listed beside ``reset``/``step``/``state``."""
+        return []
+
+    # -- snapshots (GRPO forks): implement both, or neither ----------------------------
+
+    def snapshot(self) -> Any:
+        """Capture the full state (RNG included) so :meth:`restore` can resume it.
+
+        The value must pickle: with worker processes it crosses a pipe.
+        """
+        raise UnsupportedOption(f"environment {self.name!r} does not support snapshots")
+
+    def restore(self, snapshot: Any) -> None:
+        """Resume from a :meth:`snapshot` value (from any instance with the same config)."""
+        raise UnsupportedOption(f"environment {self.name!r} does not support snapshots")
+
+    # -- optional, with defaults -------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """JSON-able fields describing the current state, beyond the observation
+        (the ``state`` tool adds them to ``info``)."""
+        return {}
 
     def parse_action(self, action: Any) -> Any:
         """Validate a wire action and return what :meth:`step` takes.
@@ -376,112 +432,97 @@ class Environment(ABC, Generic[ConfigT]):
             return self.action_space.dtype.type(self.action_set.resolve(action))  # type: ignore[union-attr]
         return decode(self.action_space, action, where="action: ")
 
-    def info_schema(self) -> dict[str, Any]:
-        """JSON schema ``properties`` of the ``info`` dict (for ``outputSchema``)."""
-        return {}
-
-    def reset_options_schema(self) -> dict[str, Any]:
-        """JSON schema ``properties`` of the per-episode ``options`` of :meth:`reset`."""
-        return {}
-
     def metadata(self) -> dict[str, Any]:
         """Static, JSON-able facts (config, game lists...) served as a resource."""
         return {"config": self.config.model_dump(mode="json")}
 
-    def tools(self) -> list[EnvTool]:
-        """The environment's own tools."""
-        return []
 
-    # -- the episode ---------------------------------------------------------------
+def supports_snapshots(env: Environment[Any] | type[Environment[Any]]) -> bool:
+    """Whether an environment (class) implements :meth:`Environment.snapshot`."""
+    cls = env if isinstance(env, type) else type(env)
+    return cls.snapshot is not Environment.snapshot
 
-    @abstractmethod
-    def reset(
-        self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Start a new episode.
 
-        Args:
-            seed: seeds every source of randomness; the same seed and actions
-                must reproduce the episode exactly. ``None`` draws fresh entropy.
-            options: per-episode options (see :meth:`reset_options_schema`).
-                An option that cannot change per episode raises
-                :class:`UnsupportedOption` rather than being ignored.
+def has_frame(env: Environment[Any]) -> bool:
+    """Whether :meth:`Environment.render` draws frames."""
+    return env.render_mode == "rgb_array"
 
-        Returns:
-            ``(observation, info)``.
-        """
 
-    @abstractmethod
-    def step(self, action: Any) -> StepResult:
-        """Advance one step with an action returned by :meth:`parse_action`."""
+def parse_options(
+    env: Environment[Any], options: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """``options`` checked against ``env.Options``: what :meth:`Environment.reset` takes.
 
-    def state(self) -> dict[str, Any]:
-        """JSON-able fields describing the current state (beyond the observation)."""
-        return {}
+    Only the options the caller set are passed on (an env tells "not given" from
+    its default), as plain values.
 
-    def instructions(self) -> str:
-        """What a model needs to play: what this is, the goal, how to act.
-
-        Served as the MCP server's instructions, the ``play`` prompt and the
-        ``openenv://ENV/rules`` resource. The default is :attr:`description`.
-        """
-        return self.description
-
-    def rewards(self) -> Sequence[Any]:
-        """The environment's own composed rewards (:mod:`openenv_mcp.rewards`): step
-        rewards and trajectory rewards, served with it beside any ``--reward``. Default:
-        none (the reward is the env's own)."""
-        return ()
-
-    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
-        """What happened in a step, in words for a model, beyond what the server tells
-        itself (rewards, ``info["lives"]`` going down, the episode's end).
-
-        Args:
-            info_before: the info of the step (or reset) before this one.
-            result: this step's result.
-        """
-        return []
-
-    def observation_text(self, observation: Any) -> str | None:
-        """The observation in words, for the one-line text a model reads.
-
-        ``None`` (the default) shows an observation that is not an array as
-        its ``repr``, and an array not at all (its frame is the image).
-        """
+    Raises:
+        UnsupportedOption: an option the env does not take (with "did you mean"), or a
+            value of the wrong type or range, naming what was expected and what came.
+    """
+    if not options:
         return None
+    model = env.Options
+    if model is None:
+        key = next(iter(options))
+        raise UnsupportedOption(
+            f"option {key!r} cannot be set per episode for {env.name!r}. Per-episode "
+            "options: none; construction options are set when the server starts."
+        )
+    allowed = list(model.model_fields)
+    for key in options:
+        if key not in allowed:
+            raise UnsupportedOption(
+                f"option {key!r} cannot be set per episode for {env.name!r}."
+                f"{did_you_mean(key, allowed)} Per-episode options: {', '.join(allowed)}; "
+                "construction options are set when the server starts."
+            )
+    try:
+        parsed = model.model_validate(dict(options))
+    except ValidationError as exc:
+        message = format_validation_error(
+            f"{env.name} reset", exc, noun="option", known=model.model_fields
+        )
+        raise UnsupportedOption(message) from None
+    return parsed.model_dump(exclude_unset=True)
 
-    def render(self) -> np.ndarray | None:
-        """The current frame as an ``HxWx3`` uint8 array, or ``None`` without one."""
-        return None
 
-    def close(self) -> None:
-        """Free the environment's resources. Called once; the instance is then dropped."""
-        return None
-
-    # -- snapshots -----------------------------------------------------------------
-
-    def snapshot(self) -> Any:
-        """Capture the full state (RNG included) so :meth:`restore` can resume it.
-
-        The value must pickle: with worker processes it crosses a pipe.
-        """
-        raise UnsupportedOption(f"environment {self.name!r} does not support snapshots")
-
-    def restore(self, snapshot: Any) -> None:
-        """Resume from a :meth:`snapshot` value (from any instance with the same config)."""
-        raise UnsupportedOption(f"environment {self.name!r} does not support snapshots")
+#: Members of the contract before it was slimmed, and where each went: an env written
+#: for the old contract is told what to change rather than silently half-served.
+_MOVED = {
+    "title": "narration (a Narration subclass's title)",
+    "instructions": "narration (Narration.instructions)",
+    "observation_text": "narration (Narration.observation_text)",
+    "step_events": "narration (Narration.step_events)",
+    "action_description": "narration (Narration.action_description)",
+    "run_inline": "serving = Serving(inline=...)",
+    "action_tools": "serving = Serving(action_tools=...)",
+    "offline": "serving = Serving(offline=...)",
+    "reward_range": "serving = Serving(reward_range=...)",
+    "resources": "serving = Serving(resources=...)",
+    "rewards": "serving = Serving(rewards=(...))",
+    "supports_snapshots": "nothing: it is derived from snapshot/restore being implemented",
+    "has_frame": 'render_mode = "rgb_array"',
+    "info_schema": "Info, a pydantic model of info's fields",
+    "reset_options_schema": "Options, a pydantic model of the per-episode options",
+    "action_schema": "the action space (with its action_set); narration adds words",
+}
 
 
 def contract_problems(env: Environment[Any]) -> list[str]:
     """What an instance gets wrong about the contract's declarations (empty: nothing).
 
     Checks that the spaces are Gymnasium spaces, that :attr:`Environment.action_set`
-    names exactly the values of a ``Discrete`` action space, and that a frame
-    observation is an RGB image.
+    names exactly the values of a ``Discrete`` action space, that a frame observation
+    is an RGB image, that snapshots come as a pair, and that no member of the old,
+    larger contract is still defined (each named with where it went).
     """
     problems: list[str] = []
-    who = type(env).__name__
+    cls = type(env)
+    who = cls.__name__
+    for member, where in _MOVED.items():
+        if any(member in vars(base) for base in cls.__mro__ if base not in _CONTRACT_BASES):
+            problems.append(f"{who}.{member} is no longer part of the contract: use {where}")
     for attr in ("action_space", "observation_space"):
         space = getattr(env, attr, None)
         if not isinstance(space, spaces.Space):
@@ -504,10 +545,18 @@ def contract_problems(env: Environment[Any]) -> list[str]:
                 f"{who}.action_set names {actions.n} actions from {actions.start}, "
                 f"but the action space is {space}"
             )
+    if env.render_mode not in (None, "rgb_array"):
+        problems.append(f"{who}.render_mode must be None or 'rgb_array', got {env.render_mode!r}")
+    for attr in ("Options", "Info"):
+        model = getattr(env, attr)
+        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+            problems.append(f"{who}.{attr} must be a pydantic model class or None, got {model!r}")
+    if (cls.snapshot is Environment.snapshot) != (cls.restore is Environment.restore):
+        problems.append(f"{who} must implement both snapshot and restore, or neither")
     if env.frame_is_observation:
         obs = getattr(env, "observation_space", None)
-        if not env.has_frame:
-            problems.append(f"{who}.frame_is_observation needs has_frame")
+        if not has_frame(env):
+            problems.append(f'{who}.frame_is_observation needs render_mode = "rgb_array"')
         if not (
             isinstance(obs, spaces.Box)
             and obs.dtype == np.uint8
@@ -520,15 +569,4 @@ def contract_problems(env: Environment[Any]) -> list[str]:
     return problems
 
 
-def reject_options(
-    env_name: str, options: Mapping[str, Any] | None, allowed: Sequence[str]
-) -> None:
-    """Raise :class:`UnsupportedOption` for any option not in ``allowed``."""
-    for key in options or {}:
-        if key not in allowed:
-            allowed_text = ", ".join(allowed) if allowed else "none"
-            raise UnsupportedOption(
-                f"option {key!r} cannot be set per episode for {env_name!r}."
-                f"{did_you_mean(key, allowed)} Per-episode options: {allowed_text}; "
-                "construction options are set when the server starts."
-            )
+_CONTRACT_BASES = (Environment, Generic, ABC, object)

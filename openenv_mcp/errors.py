@@ -16,6 +16,7 @@ import difflib
 from collections.abc import Iterable
 
 __all__ = [
+    "ERROR_META",
     "ArgumentError",
     "DependencyNotInstalled",
     "EnvCallTimeout",
@@ -36,6 +37,9 @@ __all__ = [
     "did_you_mean",
     "error_from_wire",
 ]
+
+#: Where a tool error's class travels: the result's ``_meta[ERROR_META]`` holds its name.
+ERROR_META = "openenv_mcp/error"
 
 
 class OpenEnvError(Exception):
@@ -130,13 +134,20 @@ def _all_subclasses(cls: type[OpenEnvError]) -> dict[str, type[OpenEnvError]]:
     return found
 
 
-def error_from_wire(text: str) -> OpenEnvError:
-    """Rebuild the typed error from a tool error's text (``"Name: message"``).
+def error_from_wire(text: str, code: str | None = None) -> OpenEnvError:
+    """Rebuild the typed error of a tool error: its class from ``code`` (what the server
+    sends in the result's ``_meta["openenv_mcp/error"]``), its message from the text
+    (``"Name: message"``).
 
-    Text that names no known error becomes a plain :class:`OpenEnvError`.
+    Without a code (a server that sends none), the class is read from the text; a name
+    that is no known error gives a plain :class:`OpenEnvError`.
     """
     name, sep, message = text.partition(": ")
-    cls = _all_subclasses(OpenEnvError).get(name) if sep else None
-    if cls is None:
+    known = _all_subclasses(OpenEnvError)
+    if code is not None:
+        cls = known.get(code, OpenEnvError)
+        return cls(message if sep and name == code else text)
+    found = known.get(name) if sep else None
+    if found is None:
         return OpenEnvError(text)
-    return cls(message)
+    return found(message)

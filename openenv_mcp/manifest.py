@@ -4,7 +4,7 @@ One versioned format (:data:`FORMAT`), one dialect, JSON, with a published JSON
 Schema (``openenv_mcp/manifest.schema.json``, the :class:`Manifest` model's own).
 It is *derived*, never written by hand: the static facts come from the class and
 an instance of it (name, spaces, actions, frames, options), the deployment facts
-from what the class declares (``reward_range``, ``resources``, ``offline``), and
+from what the class declares (its ``serving``: reward range, resources, offline), and
 the package from the installed distribution. So it cannot drift from the code;
 ``openenv-mcp check`` holds the code to it (rewards inside ``reward_range``,
 the entry point importable, the server within its limits).
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.spaces import space_to_json
+from openenv_mcp.spec import EnvSpec
 
 __all__ = ["FORMAT", "Manifest", "build_manifest", "manifest_schema"]
 
@@ -46,7 +47,7 @@ class FramesInfo(_Model):
 
 
 class ResourcesInfo(_Model):
-    """What one server needs (the environment's declaration, ``Environment.resources``)."""
+    """What one server needs (the environment's declaration, ``serving.resources``)."""
 
     cpu: float = Field(gt=0, description="Cores one server uses when busy.")
     memory_mib: int = Field(gt=0, description="Memory of one server with `episodes` live.")
@@ -133,12 +134,13 @@ def build_manifest(env_cls: type[Environment[Any]], config: BaseModel | None = N
     env = env_cls(config)
     try:
         package, version = _package(env_cls.__module__)
-        low, high = env_cls.reward_range
-        declared = env_cls.resources
+        low, high = env_cls.serving.reward_range
+        declared = env_cls.serving.resources
+        spec = EnvSpec.of(env)
         actions = env.action_set
         return Manifest(
             name=env_cls.name,
-            title=env.title,
+            title=spec.title,
             description=env_cls.description,
             entry_point=f"{env_cls.__module__}:{env_cls.__qualname__}",
             package=package,
@@ -148,14 +150,14 @@ def build_manifest(env_cls: type[Environment[Any]], config: BaseModel | None = N
             observation_space=space_to_json(env.observation_space),
             actions=actions.names if actions is not None else None,
             frames=FramesInfo(
-                has_frame=env.has_frame,
-                format="png" if env.has_frame else None,
-                frame_is_observation=env.frame_is_observation,
+                has_frame=spec.has_frame,
+                format="png" if spec.has_frame else None,
+                frame_is_observation=spec.frame_is_observation,
             ),
             reward_range=(_bound(low), _bound(high)),
             concurrency=ConcurrencyInfo(
                 max_episodes=int(ServerSettings.model_fields["max_episodes"].default),
-                snapshots=env_cls.supports_snapshots,
+                snapshots=spec.supports_snapshots,
                 worker_processes=True,
             ),
             resources=ResourcesInfo(
@@ -164,7 +166,7 @@ def build_manifest(env_cls: type[Environment[Any]], config: BaseModel | None = N
                 episodes=declared.episodes,
                 episode_timeout_s=declared.episode_timeout_s,
             ),
-            offline=env_cls.offline,
+            offline=env_cls.serving.offline,
             options=env_cls.Config.model_json_schema(),
             serve=ServeInfo(
                 command=[

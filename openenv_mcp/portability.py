@@ -9,10 +9,25 @@ import json
 import re
 from typing import Any
 
-__all__ = ["TOOL_NAME", "schema_problems", "untyped_nodes"]
+__all__ = ["TOOL_NAME", "portable", "schema_problems", "untyped_nodes"]
 
 #: Anthropic's tool name rule.
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def portable(schema: Any) -> Any:
+    """A schema every client takes: no ``default: null`` (a null default is what an
+    absent optional argument means anyway, and some clients' schema subsets refuse
+    it), and pydantic's titles dropped (noise a model reads)."""
+    if isinstance(schema, dict):
+        return {
+            k: portable(v)
+            for k, v in schema.items()
+            if not (k == "default" and v is None) and not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(schema, list):
+        return [portable(v) for v in schema]
+    return schema
 
 
 def untyped_nodes(schema: Any, path: str = "") -> list[str]:

@@ -44,6 +44,7 @@ import orjson
 from gymnasium import spaces as gym_spaces
 
 from openenv_mcp.codecs import decode_raw, encode_raw, to_jsonable
+from openenv_mcp.environment import has_frame, parse_options
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.spaces import decode, encode, is_array_space, space_from_json, space_to_json
 
@@ -139,7 +140,7 @@ class EpisodeRecorder:
         self._action_space = env.action_space
         #: Frames that are not the observation are recorded too (their own delta codec).
         self._frame_codec: _ObservationCodec | None = None
-        if env.has_frame and not env.frame_is_observation:
+        if has_frame(env) and not env.frame_is_observation:
             self._frame_codec = _ObservationCodec(_FRAME_SPACE)
 
     def start(
@@ -233,7 +234,7 @@ class EpisodeRecorder:
         self._write({"kind": "end", "status": status, "time": time.time(), **fields})
         self._file.close()
         self._file = None
-        if self.video and self.env.has_frame and self.path is not None:
+        if self.video and has_frame(self.env) and self.path is not None:
             video_later(self.path)
 
     def _add_frame(self, record: dict[str, Any]) -> None:
@@ -524,11 +525,12 @@ def replay(path: str | os.PathLike[str]) -> ReplayReport:
         )
     env_cls = get_env_class(start["env_class"])
     env = env_cls(make_config(env_cls.Config, start["config"], env_cls.name))
-    rewards = RewardSet([*env.rewards(), *load_rewards(start.get("rewards", []))])
+    rewards = RewardSet([*env_cls.serving.rewards, *load_rewards(start.get("rewards", []))])
     space = env.observation_space
     report = ReplayReport(recording.path, 0, len(recording.steps), "", recording.complete)
     try:
-        observation, _ = env.reset(seed=start["seed"], options=start.get("options"))
+        options = parse_options(env, start.get("options"))
+        observation, _ = env.reset(seed=start["seed"], options=options)
         if not _same(space, observation, recording.observation):
             report.mismatch = "the first observation (after reset)"
             return report

@@ -35,6 +35,7 @@ __all__ = [
     "RAW_ARRAY_SCHEMA",
     "AnyText",
     "JsonSpace",
+    "NamedDiscrete",
     "decode",
     "encode",
     "is_array_space",
@@ -77,14 +78,22 @@ class AnyText(spaces.Text):
 
 
 class JsonSpace(spaces.Space[Any]):
-    """Any JSON value: for values no Gymnasium space describes (a free-form report).
+    """JSON values: for values no Gymnasium space describes (a free-form report, a
+    command object), optionally held to a JSON schema.
 
-    It contains every JSON value and cannot be sampled.
+    Args:
+        description: what a value is, for a model reading the tool.
+        schema: a JSON schema the values follow (its ``description`` is set from
+            ``description``); ``None``: any JSON value.
+
+    :meth:`sample` draws from the schema's simple forms (strings, numbers, booleans,
+    null, ``anyOf`` branches, arrays and objects of those), checked against it.
     """
 
-    def __init__(self, description: str = "") -> None:
+    def __init__(self, description: str = "", schema: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         self.description = description
+        self.schema: dict[str, Any] | None = None if schema is None else dict(schema)
 
     @property
     def is_np_flattenable(self) -> bool:
@@ -92,27 +101,92 @@ class JsonSpace(spaces.Space[Any]):
         return False
 
     def sample(self, mask: Any = None, probability: Any = None) -> Any:
-        """Unsupported: a JSON space declares no distribution over its values."""
-        raise NotImplementedError("a JSON space cannot be sampled")
+        """A value of the schema (any JSON value: a short string where there is none).
+
+        Raises:
+            NotImplementedError: the schema has no simple form this draws from.
+        """
+        schema = self.schema or {"type": "string", "maxLength": 16}
+        for _ in range(16):
+            value = _sample_schema(schema, self.np_random)
+            if value is not _NO_SAMPLE and self.contains(value):
+                return value
+        raise NotImplementedError(f"cannot draw a value of this JSON schema: {_quote(schema)}")
 
     def contains(self, x: Any) -> bool:
-        """Whether ``x`` is a JSON value (None, bool, number, string, list, dict)."""
-        if x is None or isinstance(x, (bool, int, float, str)):
+        """Whether ``x`` is a JSON value (None, bool, number, string, list, dict) that
+        follows the schema, if there is one."""
+        if not _is_json(x):
+            return False
+        if self.schema is None:
             return True
-        if isinstance(x, (list, tuple)):
-            return all(self.contains(v) for v in x)
-        if isinstance(x, dict):
-            return all(isinstance(k, str) and self.contains(v) for k, v in x.items())
-        return False
+        import jsonschema
+
+        return bool(jsonschema.Draft202012Validator(self.schema).is_valid(x))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, JsonSpace)
+        return isinstance(other, JsonSpace) and self.schema == other.schema
 
     def __hash__(self) -> int:
-        return hash(JsonSpace)
+        return hash((JsonSpace, repr(self.schema)))
 
     def __repr__(self) -> str:
-        return "JsonSpace()"
+        return "JsonSpace()" if self.schema is None else "JsonSpace(schema)"
+
+
+_NO_SAMPLE = object()
+
+
+def _sample_schema(schema: Mapping[str, Any], rng: np.random.Generator) -> Any:
+    """A random value of a simple JSON schema, or ``_NO_SAMPLE``."""
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        return _sample_schema(branches[int(rng.integers(len(branches)))], rng)
+    if "enum" in schema:
+        return schema["enum"][int(rng.integers(len(schema["enum"])))]
+    kind = schema.get("type")
+    if kind == "string":
+        low, high = int(schema.get("minLength", 0)), int(schema.get("maxLength", 16))
+        size = int(rng.integers(low, max(low, min(high, low + 16)) + 1))
+        return "".join(_PRINTABLE[int(i)] for i in rng.integers(len(_PRINTABLE), size=size))
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum", -100), schema.get("maximum", 100)
+        if kind == "integer":
+            return int(rng.integers(int(low), int(high) + 1))
+        return float(rng.uniform(float(low), float(high)))
+    if kind == "boolean":
+        return bool(rng.integers(2))
+    if kind == "null":
+        return None
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        size = int(rng.integers(int(schema.get("minItems", 0)), int(schema.get("minItems", 0)) + 3))
+        return [_sample_schema(schema["items"], rng) for _ in range(size)]
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {k: _sample_schema(properties[k], rng) for k in schema.get("required", [])}
+    return _NO_SAMPLE
+
+
+def _is_json(x: Any) -> bool:
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return True
+    if isinstance(x, (list, tuple)):
+        return all(_is_json(v) for v in x)
+    if isinstance(x, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in x.items())
+    return False
+
+
+class NamedDiscrete(spaces.Discrete):
+    """A ``Discrete`` space whose values may also be given by name, where the names are
+    the environment's to know and may change from state to state (a game's moves).
+
+    To a trainer it is a ``Discrete`` like any other; on the wire an action is its
+    integer or a name the environment's ``parse_action`` resolves.
+    """
+
+    def __repr__(self) -> str:
+        return f"NamedDiscrete({int(self.n)}, start={int(self.start)})"
 
 
 _ARRAY_SPACES = (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
@@ -168,12 +242,15 @@ def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
     ``{"type": "Json"}``: its values still travel, as JSON.
     """
     if isinstance(space, spaces.Discrete):
-        return {
+        described = {
             "type": "Discrete",
             "n": int(space.n),
             "start": int(space.start),
             "dtype": str(space.dtype),
         }
+        if isinstance(space, NamedDiscrete):
+            described["named"] = True
+        return described
     if isinstance(space, spaces.Box):
         return {
             "type": "Box",
@@ -222,8 +299,12 @@ def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
             "node_space": space_to_json(space.node_space),
             "edge_space": None if edge is None else space_to_json(edge),
         }
-    description = space.description if isinstance(space, JsonSpace) else repr(space)
-    return {"type": "Json", "description": description}
+    if isinstance(space, JsonSpace):
+        json_form: dict[str, Any] = {"type": "Json", "description": space.description}
+        if space.schema is not None:
+            json_form["schema"] = space.schema
+        return json_form
+    return {"type": "Json", "description": repr(space)}
 
 
 def space_from_json(data: Mapping[str, Any]) -> spaces.Space[Any]:
@@ -241,7 +322,8 @@ def space_from_json(data: Mapping[str, Any]) -> spaces.Space[Any]:
 def _space_from_json(data: Mapping[str, Any]) -> spaces.Space[Any]:
     kind = data["type"]
     if kind == "Discrete":
-        return spaces.Discrete(
+        cls = NamedDiscrete if data.get("named") else spaces.Discrete
+        return cls(
             int(data["n"]), start=int(data.get("start", 0)), dtype=data.get("dtype", "int64")
         )
     if kind == "Box":
@@ -279,7 +361,7 @@ def _space_from_json(data: Mapping[str, Any]) -> spaces.Space[Any]:
             _space_from_json(data["node_space"]), None if edge is None else _space_from_json(edge)
         )
     if kind == "Json":
-        return JsonSpace(str(data.get("description", "")))
+        return JsonSpace(str(data.get("description", "")), data.get("schema"))
     raise ValueError(f"unknown space type {kind!r}")
 
 
@@ -357,7 +439,11 @@ def value_schema(space: spaces.Space[Any], *, raw: bool = False) -> dict[str, An
     """
     if isinstance(space, spaces.Discrete):
         first = int(space.start)
-        return {"type": "integer", "minimum": first, "maximum": first + int(space.n) - 1}
+        number = {"type": "integer", "minimum": first, "maximum": first + int(space.n) - 1}
+        if isinstance(space, NamedDiscrete):
+            name = {"type": "string", "minLength": 1, "maxLength": 200}
+            return {"anyOf": [number, name], "description": "An action by number or by name."}
+        return number
     if is_array_space(space):
         schema = _array_schema(space)
         schema["description"] = _space_text(space)
@@ -406,6 +492,11 @@ def value_schema(space: spaces.Space[Any], *, raw: bool = False) -> dict[str, An
             },
             "required": ["nodes", "edge_links"],
         }
+    if isinstance(space, JsonSpace) and space.schema is not None:
+        described = dict(space.schema)
+        if space.description:
+            described["description"] = space.description
+        return described
     description = space.description if isinstance(space, JsonSpace) else f"A value of {space}."
     return {
         "anyOf": [{"type": t} for t in _JSON_TYPES],
@@ -557,6 +648,8 @@ def decode(space: spaces.Space[Any], data: Any, *, check: bool = True, where: st
         return (which, decode(space.spaces[which], data[1], check=check, where=f"{where}[1]: "))
     if isinstance(space, spaces.Graph):
         return _decode_graph(space, data, check, where)
+    if isinstance(space, JsonSpace) and check:
+        return _decode_json(space, data, where)
     if isinstance(space, JsonSpace) or not check:
         return data
     try:
@@ -566,6 +659,25 @@ def decode(space: spaces.Space[Any], data: Any, *, check: bool = True, where: st
     if not space.contains(value):
         raise InvalidAction(f"{where}{_quote(data)} is not in {space}")
     return value
+
+
+def _decode_json(space: JsonSpace, data: Any, where: str) -> Any:
+    """A JSON value held to the space's schema: the first problem named, with where it is."""
+    if not _is_json(data):
+        raise InvalidAction(f"{where}expected a JSON value, got {_what(data)}")
+    if space.schema is None:
+        return data
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(space.schema).iter_errors(data)
+    )
+    if error is not None:
+        at = "".join(f"[{p!r}]" for p in error.absolute_path)
+        raise InvalidAction(
+            f"{where}{_quote(data)} does not fit: {at + ' ' if at else ''}{error.message}"
+        )
+    return data
 
 
 def _decode_array(space: spaces.Space[Any], data: Any, check: bool, where: str) -> np.ndarray:

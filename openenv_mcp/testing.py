@@ -28,10 +28,16 @@ import numpy as np
 from gymnasium import spaces
 
 from openenv_mcp.codecs import to_jsonable
-from openenv_mcp.environment import Environment, contract_problems
+from openenv_mcp.environment import (
+    Environment,
+    contract_problems,
+    has_frame,
+    supports_snapshots,
+)
 from openenv_mcp.errors import InvalidAction
 from openenv_mcp.options import make_config
 from openenv_mcp.spaces import decode, encode, space_from_json, space_to_json, value_schema
+from openenv_mcp.spec import action_schema
 
 __all__ = ["CheckReport", "EnvCheckError", "check_env", "values_equal"]
 
@@ -264,7 +270,7 @@ def _check_instance(checker: _Checker, env: Environment[Any]) -> None:
                 "Gymnasium defines (or JsonSpace for values no space describes)",
             )
             jsonschema.Draft202012Validator.check_schema(value_schema(space))
-        jsonschema.Draft202012Validator.check_schema(env.action_schema())
+        jsonschema.Draft202012Validator.check_schema(action_schema(env))
 
     checker.check("spaces travel", spaces_travel)
     wire: list[Any] = []
@@ -318,7 +324,7 @@ def _check_instance(checker: _Checker, env: Environment[Any]) -> None:
 
     checker.check("seeded determinism", determinism)
 
-    if type(env).supports_snapshots:
+    if supports_snapshots(env):
 
         def snapshots() -> None:
             env.reset(seed=checker.seed)
@@ -344,9 +350,9 @@ def _check_instance(checker: _Checker, env: Environment[Any]) -> None:
 
         checker.check("snapshots restore exactly and pickle", snapshots)
     else:
-        checker.report.skipped.append("snapshots (supports_snapshots is False)")
+        checker.report.skipped.append("snapshots (snapshot/restore not implemented)")
 
-    if env.has_frame:
+    if has_frame(env):
 
         def frames() -> None:
             observation, _ = env.reset(seed=checker.seed)
@@ -387,16 +393,16 @@ def _observed(space: spaces.Space[Any], observation: Any, where: str) -> None:
 
 
 def _reference(checker: _Checker) -> tuple[list[Any], list[Any]]:
-    """Seeded wire actions and the local runner's views for them (the comparison base)."""
-    from openenv_mcp.server._runner import EnvRunner
+    """Seeded wire actions and the local pipeline's views for them (the comparison base)."""
+    from openenv_mcp.pipeline import EpisodePipeline
 
     env = checker.make()
     try:
         wire = checker.actions(env)
-        runner = EnvRunner(env, "check")
-        views = [_plain(runner.reset(checker.seed, None, "raw").view)]
+        episode = EpisodePipeline(env, "check")
+        views = [_plain(episode.reset(checker.seed, None, "raw").view)]
         for action in wire:
-            outcome = runner.step(action, "raw")
+            outcome = episode.step(action, "raw")
             views.append(_plain(outcome.view))
             if outcome.view["status"] == "ended":
                 break
@@ -412,6 +418,7 @@ def _plain(view: dict[str, Any]) -> dict[str, Any]:
 def _check_worker(checker: _Checker) -> None:
     import anyio.from_thread
 
+    from openenv_mcp.pipeline import Reset, Step
     from openenv_mcp.server._workers import WorkerRuntime
 
     wire, expected = _reference(checker)
@@ -422,10 +429,10 @@ def _check_worker(checker: _Checker) -> None:
         )
         try:
             ref = await runtime.create("check")
-            (first,) = await runtime.run([(ref, "reset", (checker.seed, None, "raw"))])
+            (first,) = await runtime.run([(ref, Reset(checker.seed, None, "raw"))])
             views = [first]
             for action in wire:
-                (outcome,) = await runtime.run([(ref, "step", (action, "raw"))])
+                (outcome,) = await runtime.run([(ref, Step(action, "raw"))])
                 views.append(outcome)
                 if isinstance(outcome, Exception) or outcome.view["status"] == "ended":
                     break

@@ -19,7 +19,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 
-from openenv_mcp.environment import ActionSet, Environment, StepResult
+from openenv_mcp.environment import ActionSet, Environment, Serving, StepResult
 from openenv_mcp.errors import InvalidAction
 from openenv_mcp.registry import register as register_env
 
@@ -49,8 +49,7 @@ class DoorEnv(Environment[DoorConfig]):
     name: ClassVar[str] = "door"
     description: ClassVar[str] = "Test env: OPEN is legal only once the door is unlocked."
     Config: ClassVar[type[BaseModel]] = DoorConfig
-    supports_snapshots: ClassVar[bool] = True
-    run_inline: ClassVar[bool] = True
+    serving = Serving(inline=True)
 
     def __init__(self, config: DoorConfig) -> None:
         super().__init__(config)

@@ -40,8 +40,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from openenv_mcp.environment import Environment, StepResult, reject_options
+from openenv_mcp.environment import Environment, Serving, StepResult
 from openenv_mcp.errors import InvalidAction
+from openenv_mcp.narration import Narration
 from openenv_mcp.registry import register as register_env
 from openenv_mcp.spaces import AnyText
 
@@ -84,17 +85,31 @@ class FaultyConfig(BaseModel):
     close_log: str = Field("", description="Append a line to this file on close.")
 
 
+class FaultyOptions(BaseModel):
+    """Per-episode options."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    crash: bool = Field(False, description="Make reset raise.")
+
+
+class FaultyNarration(Narration["FaultyEnv"]):
+    def action_description(self) -> str:
+        return (
+            "raise | sleep:SECONDS | hang | freeze | print:TEXT | exit | await:PATH | touch:PATH "
+            "| any"
+        )
+
+
 class FaultyEnv(Environment[FaultyConfig]):
     """Echoes its action, unless the action asks it to fail."""
 
     name: ClassVar[str] = NAME
     description: ClassVar[str] = "Test env: raises, sleeps or hangs on request."
     Config: ClassVar[type[BaseModel]] = FaultyConfig
-    supports_snapshots: ClassVar[bool] = True
-    run_inline: ClassVar[bool] = False  # worker threads: the per-call timeout applies
-    action_description: ClassVar[str] = (
-        "raise | sleep:SECONDS | hang | freeze | print:TEXT | exit | await:PATH | touch:PATH | any"
-    )
+    Options = FaultyOptions
+    serving = Serving(inline=False)  # worker threads: the per-call timeout applies
+    narration = FaultyNarration
 
     def __init__(self, config: FaultyConfig) -> None:
         super().__init__(config)
@@ -110,13 +125,9 @@ class FaultyEnv(Environment[FaultyConfig]):
             raise InvalidAction(f"expected a string, got {type(action).__name__}")
         return action
 
-    def reset_options_schema(self) -> dict[str, Any]:
-        return {"crash": {"type": "boolean", "description": "Make reset raise."}}
-
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        reject_options(self.name, options, ["crash"])
         if (options or {}).get("crash"):
             raise OSError("reset failed reading /secret/internal/path/state.bin")
         self.steps = 0

@@ -28,7 +28,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
-from openenv_mcp import Environment, StepResult
+from openenv_mcp import Environment, Serving, StepResult
 from openenv_mcp.check import run_checks
 from openenv_mcp.cli import app
 from openenv_mcp.client import MCPEnvClient
@@ -101,13 +101,13 @@ class NamedWrong(Environment[_BadConfig]):
 class OutOfRange(NamedWrong):
     name: ClassVar[str] = "out_of_range"
     description: ClassVar[str] = "Rewards 5 a step, declares at most 1."
-    reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    serving = Serving(reward_range=(0.0, 1.0))
 
 
 class CallsHome(OutOfRange):
     name: ClassVar[str] = "calls_home"
     description: ClassVar[str] = "Says it is offline, then phones a server on every step."
-    reward_range: ClassVar[tuple[float, float]] = (-10.0, 10.0)
+    serving = Serving(reward_range=(-10.0, 10.0))
 
     def step(self, action: Any) -> StepResult:
         import socket
@@ -131,7 +131,7 @@ def test_check_says_what_failed_and_how_to_fix_it() -> None:
     assert set(failed) == {"reward range and offline"}, failed
     detail = failed["reward range and offline"]
     assert "outside the declared reward_range (0, 1)" in detail
-    assert "widen reward_range, or fix the reward" in detail
+    assert "widen serving.reward_range, or fix the reward" in detail
     bad = {line.name: line.detail for line in run_checks("tests.test_authoring:NamedWrong", [])}
     assert "name: String should match pattern" in bad["manifest"]
     assert "Set these class attributes" in bad["manifest"]

@@ -22,8 +22,10 @@ PUBLIC = {
         "EnvTool",
         "Environment",
         "MCPEnvClient",
+        "Narration",
         "Resources",
         "ServerSettings",
+        "Serving",
         "StepResult",
         "build_server",
         "serve",
@@ -48,14 +50,44 @@ PUBLIC = {
         "EnvTool",
         "Environment",
         "Resources",
+        "Serving",
         "StepResult",
         "contract_problems",
-        "reject_options",
+        "has_frame",
+        "parse_options",
+        "supports_snapshots",
+    ],
+    "openenv_mcp.narration": ["Narration", "narration_of"],
+    "openenv_mcp.spec": ["EnvSpec", "action_schema", "model_properties"],
+    "openenv_mcp.pipeline": [
+        "MAX_REPEAT",
+        "MIN_FRAME_EDGE",
+        "CallTool",
+        "Close",
+        "EpisodePipeline",
+        "EpisodeState",
+        "Frame",
+        "Layer",
+        "LegalActions",
+        "Look",
+        "Moment",
+        "Op",
+        "Outcome",
+        "PipelineOptions",
+        "Reset",
+        "Restore",
+        "SavedEpisode",
+        "Snapshot",
+        "Status",
+        "Step",
+        "Summary",
+        "legal_actions",
     ],
     "openenv_mcp.spaces": [
         "RAW_ARRAY_SCHEMA",
         "AnyText",
         "JsonSpace",
+        "NamedDiscrete",
         "decode",
         "encode",
         "is_array_space",
@@ -111,6 +143,7 @@ PUBLIC = {
         "write_video",
     ],
     "openenv_mcp.errors": [
+        "ERROR_META",
         "ArgumentError",
         "DependencyNotInstalled",
         "EnvCallTimeout",
@@ -247,7 +280,7 @@ def _edges(path: Path, modules: dict[str, Path]) -> set[str]:
 
 def test_no_import_cycles() -> None:
     modules = _modules()
-    assert "openenv_mcp.server._runner" in modules and "atari_env.env" in modules
+    assert "openenv_mcp.pipeline.episode" in modules and "atari_env.env" in modules
     graph = {name: _edges(path, modules) - {name} for name, path in modules.items()}
     state: dict[str, int] = {}
     stack: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import anyio
@@ -185,9 +186,9 @@ class PoliteEcho(EchoEnv):
     """An env that brings its own composed reward (no --reward needed)."""
 
     name = "polite_echo"
-
-    def rewards(self) -> list[Any]:
-        return [WeightedSum([EnvReward(), examples.polite], name="own")]
+    serving = dataclasses.replace(
+        EchoEnv.serving, rewards=(WeightedSum([EnvReward(), examples.polite], name="own"),)
+    )
 
 
 async def test_an_env_can_bring_its_own_rewards_and_agents_see_them() -> None:

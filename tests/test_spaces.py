@@ -22,6 +22,7 @@ from openenv_mcp.errors import ArgumentError, InvalidAction
 from openenv_mcp.spaces import (
     AnyText,
     JsonSpace,
+    NamedDiscrete,
     decode,
     encode,
     space_from_json,
@@ -145,9 +146,14 @@ def test_any_text_and_json_spaces() -> None:
     assert json_space.contains({"a": [1, 2.5, None, "x", True]}) and not json_space.contains(
         object()
     )
-    with pytest.raises(NotImplementedError):
-        json_space.sample()
+    json_space.seed(0)
+    assert json_space.contains(json_space.sample())
     assert space_from_json(space_to_json(json_space)) == json_space
+    held = JsonSpace("a move", {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 2}]})
+    assert space_from_json(space_to_json(held)) == held and held != json_space
+    named = NamedDiscrete(4)
+    assert space_from_json(space_to_json(named)) == named
+    assert value_schema(named)["anyOf"][1] == {"type": "string", "minLength": 1, "maxLength": 200}
 
 
 def test_a_space_this_module_does_not_know_travels_as_json() -> None:

@@ -56,7 +56,6 @@ class Flawed(Environment[NoConfig]):
     name: ClassVar[str] = "flawed"
     description: ClassVar[str] = "Broken on purpose."
     Config: ClassVar[type[BaseModel]] = NoConfig
-    supports_snapshots: ClassVar[bool] = True
     outside: ClassVar[bool] = False
     unseeded: ClassVar[bool] = False
     forgetful: ClassVar[bool] = False

@@ -14,6 +14,7 @@ the legal moves are. Only what cannot be a move at all (not a string, or over
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 from dataclasses import dataclass
@@ -32,8 +33,9 @@ from chess_env._engine import (
     StockfishEngine,
     find_stockfish,
 )
+from chess_env._narration import ChessNarration
 from chess_env._render import diagram, draw_board
-from openenv_mcp.environment import Environment, EnvTool, Resources, StepResult, reject_options
+from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, StepResult
 from openenv_mcp.errors import (
     ArgumentError,
     DependencyNotInstalled,
@@ -51,9 +53,11 @@ log = logging.getLogger(__name__)
 MAX_ACTION = 32
 #: The longest FEN (a legal position's FEN is under 100 characters).
 MAX_FEN = 128
-RESET_OPTIONS = ("fen", "color")
 _UCI = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
 _COLOURS = {chess.WHITE: "white", chess.BLACK: "black"}
+#: The default of an option that has none of its type: never passed to reset, which
+#: takes only the options the caller set.
+_UNSET: Any = None
 
 
 class ChessConfig(BaseModel):
@@ -113,6 +117,49 @@ class ChessConfig(BaseModel):
     )
 
 
+class ChessOptions(BaseModel):
+    """Per-episode options of the chess environment."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # Typed with no default value of their type: an option left out is not passed to reset.
+    fen: str = Field(
+        _UNSET,
+        max_length=MAX_FEN,
+        description="Start from this position (FEN) instead of the usual one.",
+    )
+    color: Literal["white", "black", "random"] = Field(
+        _UNSET, description="Your colour this episode (random: drawn from the seed)."
+    )
+
+
+class ChessInfo(BaseModel):
+    """What ``info`` holds."""
+
+    text: str = Field(description="The board for a model: a diagram and the FEN.")
+    fen: str = Field(description="The position (FEN), as the observation.")
+    turn: str = Field(description="The side to move: white or black.")
+    you: str = Field(description="Your colour: white, black, or both (self-play).")
+    legal_moves: list[str] = Field(
+        description="The legal moves now, in UCI (empty once the game is over)."
+    )
+    move: str = Field(description="Your last move in UCI ('' if it was illegal, or none yet).")
+    move_san: str = Field(description="Your last move in SAN ('' if none).")
+    reply: str = Field(description="The opponent's reply in UCI ('' if none).")
+    reply_san: str = Field(description="The opponent's reply in SAN ('' if none).")
+    illegal: str = Field(description="Why the last action was illegal ('' if it was legal).")
+    illegal_moves: int = Field(description="Illegal moves this episode.")
+    moves: int = Field(description="Your steps this episode (illegal ones included).")
+    moves_left: int = Field(description="Steps before the episode is truncated.")
+    check: bool = Field(description="The side to move is in check.")
+    result: str = Field(description="'*' while playing, else '1-0', '0-1' or '1/2-1/2'.")
+    termination: str = Field(
+        description="How the game ended ('' while playing): checkmate, stalemate, "
+        "insufficient_material, threefold_repetition, fifty_moves, "
+        "fivefold_repetition, seventyfive_moves."
+    )
+
+
 @dataclass(frozen=True)
 class ChessSnapshot:
     """The whole state of an episode: the board (start and moves), the RNG and the counters."""
@@ -158,22 +205,24 @@ class ChessEnv(Environment[ChessConfig]):
         "SAN (Nf3) or UCI (g1f3); the board as a picture, a diagram and FEN; +1/0/-1."
     )
     Config: ClassVar[type[BaseModel]] = ChessConfig
-    supports_snapshots: ClassVar[bool] = True
-    run_inline: ClassVar[bool] = False  # an engine's search takes a while
-    action_tools: ClassVar[bool] = False  # thousands of possible moves: step takes them all
-    action_description: ClassVar[str] = (
-        "Your move in SAN (e4, Nf3, exd5, O-O, e8=Q) or UCI (e2e4, g1f3, e1g1, e7e8q). An "
-        "illegal move costs a penalty and counts toward the move limit; the board stays."
+    Options = ChessOptions
+    Info = ChessInfo
+    # Not inline: an engine's search takes a while. No tool per action: thousands of
+    # possible moves, step takes them all. A server is ~100 MiB; each episode against
+    # Stockfish adds its process (~25 MiB).
+    serving = Serving(
+        inline=False,
+        action_tools=False,
+        reward_range=(-1.0, 1.0),
+        resources=Resources(cpu=1.0, memory_mib=1024, episodes=32),
     )
-    reward_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
-    # A server is ~100 MiB; each episode against Stockfish adds its process (~25 MiB).
-    resources: ClassVar[Resources] = Resources(cpu=1.0, memory_mib=1024, episodes=32)
+    narration = ChessNarration
+    render_mode = "rgb_array"
 
     def __init__(self, config: ChessConfig) -> None:
         super().__init__(config)
         self.action_space = AnyText(MAX_ACTION)
         self.observation_space = AnyText(MAX_FEN)
-        self.has_frame = True
         #: ``"stockfish"`` or ``"builtin"`` against an engine, else ``None``.
         self.engine_kind: str | None = None
         #: The Stockfish executable in use, if any.
@@ -228,105 +277,6 @@ class ChessEnv(Environment[ChessConfig]):
         self.engine_kind = "builtin"
         return BuiltinEngine(depth, config.skill)
 
-    # -- description -------------------------------------------------------------
-
-    @property
-    def title(self) -> str:
-        if self.opponent is None:
-            return "Chess (self-play)"
-        return f"Chess against {self.opponent.label}"
-
-    def instructions(self) -> str:
-        cfg = self.config
-        if self.opponent is None:
-            who = (
-                "You play both sides (self-play): each step moves for the side to move. The "
-                "reward is from the side that moved: +1 for the move that checkmates, 0 for a "
-                "draw."
-            )
-        else:
-            side = (
-                "a colour drawn from the seed"
-                if cfg.color == "random"
-                else f"{cfg.color.capitalize()}"
-            )
-            who = (
-                f"You play {side} against {self.opponent.label}; after each of your moves it "
-                "replies at once, in the same step (as Black you start after its first move). "
-                "The reward is +1 when you win, -1 when you lose, 0 for a draw."
-            )
-        draws = (
-            "stalemate, insufficient material, threefold repetition, the fifty-move rule"
-            if cfg.claim_draw
-            else "stalemate, insufficient material, fivefold repetition, the 75-move rule"
-        )
-        return "\n".join(
-            [
-                "You are playing chess under the standard rules (FIDE).",
-                who,
-                "Move with step(action=MOVE), in SAN (e4, Nf3, exd5, O-O, O-O-O, e8=Q, Qxf7#) or "
-                "UCI (e2e4, g1f3, e1g1 to castle, e7e8q to promote). The legal_moves tool lists "
-                "every legal move in both notations.",
-                f"An illegal move is a step: it costs {cfg.illegal_penalty:g}, leaves the board "
-                "as it was, counts toward the limit, and the answer says why it was illegal, "
-                "what you may have meant and which moves are legal.",
-                f"The game ends with checkmate or a draw ({draws}); it is cut short (truncated) "
-                f"after {cfg.max_moves} of your steps, illegal ones included.",
-                "You see the board as a picture (your side at the bottom, the last move's squares "
-                "highlighted, a king in check on red) and as text: a diagram with White's pieces "
-                "in uppercase (K Q R B N P) and Black's in lowercase, '.' for an empty square, "
-                "always from White's side (rank 8 on top, files a-h left to right, as the FEN "
-                "reads), then the position's FEN.",
-            ]
-        )
-
-    def info_schema(self) -> dict[str, Any]:
-        def string(text: str) -> dict[str, Any]:
-            return {"type": "string", "description": text}
-
-        def integer(text: str) -> dict[str, Any]:
-            return {"type": "integer", "description": text}
-
-        return {
-            "text": string("The board for a model: a diagram and the FEN."),
-            "fen": string("The position (FEN), as the observation."),
-            "turn": string("The side to move: white or black."),
-            "you": string("Your colour: white, black, or both (self-play)."),
-            "legal_moves": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "The legal moves now, in UCI (empty once the game is over).",
-            },
-            "move": string("Your last move in UCI ('' if it was illegal, or none yet)."),
-            "move_san": string("Your last move in SAN ('' if none)."),
-            "reply": string("The opponent's reply in UCI ('' if none)."),
-            "reply_san": string("The opponent's reply in SAN ('' if none)."),
-            "illegal": string("Why the last action was illegal ('' if it was legal)."),
-            "illegal_moves": integer("Illegal moves this episode."),
-            "moves": integer("Your steps this episode (illegal ones included)."),
-            "moves_left": integer("Steps before the episode is truncated."),
-            "check": {"type": "boolean", "description": "The side to move is in check."},
-            "result": string("'*' while playing, else '1-0', '0-1' or '1/2-1/2'."),
-            "termination": string(
-                "How the game ended ('' while playing): checkmate, stalemate, "
-                "insufficient_material, threefold_repetition, fifty_moves, "
-                "fivefold_repetition, seventyfive_moves."
-            ),
-        }
-
-    def reset_options_schema(self) -> dict[str, Any]:
-        return {
-            "fen": {
-                "type": "string",
-                "description": "Start from this position (FEN) instead of the usual one.",
-            },
-            "color": {
-                "type": "string",
-                "enum": ["white", "black", "random"],
-                "description": "Your colour this episode (random: drawn from the seed).",
-            },
-        }
-
     def metadata(self) -> dict[str, Any]:
         return {
             "config": self.config.model_dump(mode="json"),
@@ -378,15 +328,12 @@ class ChessEnv(Environment[ChessConfig]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        reject_options(self.name, options, RESET_OPTIONS)
         opts = options or {}
         board = self._start_board(opts.get("fen"))
-        colour = opts.get("color", self.config.color)
-        if colour not in ("white", "black", "random"):
-            raise UnsupportedOption(
-                f"option 'color' must be 'white', 'black' or 'random', got {colour!r:.60}"
-            )
-        rng = np.random.default_rng(seed)
+        colour = opts.get("color") or self.config.color
+        # Unseeded, the env's own stream goes on (Gymnasium's meaning); a copy, so that a
+        # refused reset leaves it as it was.
+        rng = copy.deepcopy(self._rng) if seed is None else np.random.default_rng(seed)
         # chess.WHITE is True; a random colour is the seed's first draw
         side = bool(rng.integers(2) == 0) if colour == "random" else colour == "white"
         agent = None if self.opponent is None else side
@@ -404,14 +351,11 @@ class ChessEnv(Environment[ChessConfig]):
         self._steps = self._illegal = 0
         return board.fen(), self._info(reply=reply)
 
-    def _start_board(self, fen: Any) -> chess.Board:
+    def _start_board(self, fen: str | None) -> chess.Board:
+        """The board of option ``fen`` (its type and length checked against ``Options``):
+        a legal position where the game is not over."""
         if fen is None:
             return chess.Board()
-        if not isinstance(fen, str) or len(fen) > MAX_FEN:
-            what = f"{len(fen)} characters" if isinstance(fen, str) else type(fen).__name__
-            raise UnsupportedOption(
-                f"option 'fen' must be a FEN string of at most {MAX_FEN} characters, got {what}"
-            )
         try:
             board = chess.Board(fen)
         except ValueError as exc:
@@ -620,7 +564,7 @@ class ChessEnv(Environment[ChessConfig]):
     def _status(self, board: chess.Board, outcome: chess.Outcome | None) -> dict[str, Any]:
         cfg = self.config
         return {
-            "text": self._describe(board),
+            "text": self.describe(board),
             "fen": board.fen(),
             "turn": _colour(board.turn),
             "you": "both" if self._agent is None else _colour(self._agent),
@@ -635,7 +579,18 @@ class ChessEnv(Environment[ChessConfig]):
             "termination": "" if outcome is None else outcome.termination.name.lower(),
         }
 
-    def _describe(self, board: chess.Board) -> str:
+    @property
+    def board(self) -> chess.Board:
+        """The position now (the episode's own board: read it, do not move on it)."""
+        return self._board
+
+    @property
+    def agent(self) -> bool | None:
+        """The agent's colour (``chess.WHITE`` is ``True``), or ``None`` in self-play."""
+        return self._agent
+
+    def describe(self, board: chess.Board) -> str:
+        """A position for a model: how it stands, a diagram and the FEN (``info["text"]``)."""
         outcome = self._outcome(board)
         if outcome is not None:
             head = f"Game over: {outcome.result()} ({outcome.termination.name.lower()})"
@@ -646,55 +601,6 @@ class ChessEnv(Environment[ChessConfig]):
         if board.move_stack:
             head += f", last move {board.peek().uci()}"
         return f"{head}.\n{diagram(board)}\nFEN {board.fen()}"
-
-    def observation_text(self, observation: Any) -> str | None:
-        if observation == self._board.fen():
-            return self._describe(self._board)
-        try:
-            return self._describe(chess.Board(observation))
-        except (ValueError, TypeError):
-            return None
-
-    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
-        info = result.info
-        events: list[str] = []
-        if info.get("illegal"):
-            events.append(
-                f"{info['illegal']} Penalty {-self.config.illegal_penalty:g}; the move still "
-                f"counts ({info.get('moves')} of {self.config.max_moves})"
-            )
-            return events
-        mover = info_before.get("turn", "")
-        if info.get("move_san"):
-            if self._agent is None:
-                events.append(f"{mover.capitalize()} played {info['move_san']} ({info['move']})")
-            else:
-                events.append(f"You played {info['move_san']} ({info['move']})")
-        if info.get("reply_san") and self.opponent is not None:
-            events.append(
-                f"{self.opponent.label[:1].upper()}{self.opponent.label[1:]} replied "
-                f"{info['reply_san']} ({info['reply']})"
-            )
-        termination = info.get("termination", "")
-        if termination:
-            events.append(self._ending(info, mover, float(result.reward)))
-        else:
-            if info.get("check"):
-                events.append("Check")
-            if info.get("fen") == self._board.fen():
-                moves = sorted(self._board.legal_moves, key=lambda m: m.uci())
-                sans = ", ".join(self._board.san(m) for m in moves)
-                events.append(f"Legal moves for {info.get('turn')}: {sans}")
-        return events
-
-    def _ending(self, info: dict[str, Any], mover: str, reward: float) -> str:
-        termination = str(info.get("termination", "")).replace("_", " ")
-        if info.get("result") == "1/2-1/2":
-            return f"Draw by {termination}"
-        if self._agent is None:
-            winner = "White" if info.get("result") == "1-0" else "Black"
-            return f"Checkmate: {winner} wins"
-        return "Checkmate: you win" if reward > 0 else "Checkmate: you lose"
 
     def state(self) -> dict[str, Any]:
         return self._status(self._board, self._outcome())

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from coding_env._files import (
     check_path,
@@ -29,11 +29,12 @@ from coding_env._files import (
     usage,
     write_file,
 )
+from coding_env._narration import ACTION_TEXT, CodingNarration
 from coding_env._sandbox import INSIDE_DIR, Limits, RunResult, Sandbox
 from coding_env._tasks import MAX_TESTS, Task, builtin_tasks, load_task_file, same_value
-from openenv_mcp.environment import Environment, EnvTool, Resources, StepResult, reject_options
+from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
-from openenv_mcp.spaces import AnyText
+from openenv_mcp.spaces import AnyText, JsonSpace
 
 __all__ = ["CodingConfig", "CodingEnv", "CodingSnapshot"]
 
@@ -137,6 +138,51 @@ def _text(limit: int) -> AnyText:
     return AnyText(limit)
 
 
+_SOURCE = {"type": "string", "maxLength": MAX_CODE}
+_CONTENT = {"type": "string", "maxLength": MAX_CONTENT}
+#: The actions on the wire: a string, or an object with exactly one of its four keys.
+ACTION_SCHEMA = {
+    "anyOf": [
+        {**_SOURCE, "description": "Python source to run in the working directory."},
+        {
+            "type": "object",
+            "description": "Exactly one of code, write, test, solution.",
+            "properties": {
+                "code": {**_SOURCE, "description": "Python source to run."},
+                "write": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "maxLength": 200},
+                        "content": _CONTENT,
+                    },
+                    "required": ["path", "content"],
+                    "additionalProperties": False,
+                },
+                "test": {"type": "boolean", "description": "true: run the hidden tests."},
+                "solution": {
+                    **_CONTENT,
+                    "description": "The whole of solution.py; then the tests run.",
+                },
+            },
+            "minProperties": 1,
+            "maxProperties": 1,
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+class CodingInfo(BaseModel):
+    """What ``info`` holds."""
+
+    task: str = Field(description="The task's name.")
+    score: float = Field(description="Fraction of tests the last test run passed.")
+    best_score: float = Field(description="Best fraction so far.")
+    sandbox: str = Field(description="bwrap, or rlimits (the fallback).")
+    timed_out: bool = Field(description="The last run hit the wall clock.")
+    files: list[str] = Field(description="Files in the working directory.")
+
+
 class CodingEnv(Environment[CodingConfig]):
     """Programming tasks with hidden tests, every run sandboxed."""
 
@@ -146,19 +192,14 @@ class CodingEnv(Environment[CodingConfig]):
         "bubblewrap sandbox; reward is the fraction of tests passed."
     )
     Config: ClassVar[type[BaseModel]] = CodingConfig
-    supports_snapshots: ClassVar[bool] = True
-    run_inline: ClassVar[bool] = False  # a run takes up to wall_seconds
-    action_tools: ClassVar[bool] = False
-    reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
-    resources: ClassVar[Resources] = Resources(
-        cpu=1.0, memory_mib=1024, episodes=16, episode_timeout_s=1800.0
+    Info = CodingInfo
+    serving = Serving(
+        inline=False,  # a run takes up to wall_seconds
+        action_tools=False,
+        reward_range=(0.0, 1.0),
+        resources=Resources(cpu=1.0, memory_mib=1024, episodes=16, episode_timeout_s=1800.0),
     )
-    action_description: ClassVar[str] = (
-        'Python source to run (a string), or one object: {"code": source} to run it; '
-        '{"write": {"path": "notes/a.py", "content": "..."}} to write a file; {"test": true} '
-        'to run the hidden tests on solution.py; {"solution": source} to write solution.py '
-        "and run the tests in one step."
-    )
+    narration = CodingNarration
 
     def __init__(self, config: CodingConfig) -> None:
         super().__init__(config)
@@ -181,7 +222,16 @@ class CodingEnv(Environment[CodingConfig]):
         )
         self.sandbox = Sandbox(config.sandbox, self.limits, config.python)
         out = config.output_bytes + 200  # room for the truncation note
-        self.action_space = AnyText(MAX_CODE)
+        self.action_space = JsonSpace(ACTION_TEXT, ACTION_SCHEMA)
+        self.Options = create_model(
+            "CodingOptions",
+            __config__=ConfigDict(extra="forbid", strict=True),
+            # No default value: a task left out is not passed to reset (the config's is used).
+            task=(
+                str,
+                Field(None, description=f"The task to play; one of: {', '.join(self._by_name)}."),
+            ),
+        )
         self.observation_space = spaces.Dict(
             {
                 "task": _text(64),
@@ -196,6 +246,7 @@ class CodingEnv(Environment[CodingConfig]):
             }
         )
         self.task: Task | None = None
+        self._rng: np.random.Generator | None = None
         self.workdir: Path | None = None
         self._remove: weakref.finalize[Any, Any] | None = None
         self._steps = 0
@@ -203,124 +254,8 @@ class CodingEnv(Environment[CodingConfig]):
         self._score = 0.0
         self._observation: dict[str, Any] = {}
         self._last: dict[str, Any] = {}
-        self._events: list[str] = []
+        self.events: list[str] = []
         self._timed_out = False
-
-    # -- description -------------------------------------------------------------
-
-    @property
-    def title(self) -> str:
-        return f"Coding: {self.task.title or self.task.name}" if self.task else "Coding"
-
-    def instructions(self) -> str:
-        cfg, lim = self.config, self.limits
-        isolation = (
-            "bubblewrap namespaces: no network, only /usr and the interpreter visible "
-            "read-only, the working directory at /sandbox, a private /tmp"
-            if self.sandbox.mode == "bwrap"
-            else "WEAKER FALLBACK (no bubblewrap): resource limits and a private working "
-            "directory only, no filesystem or network isolation"
-        )
-        lines = [
-            "You solve a programming task in Python. Each episode is one task: reset names it "
-            "and gives its prompt (the task tool shows it again, with the function's "
-            "signature). Write the function in solution.py (reset leaves a stub there), in "
-            "the episode's working directory; hidden tests call it and compare what it "
-            "returns (as JSON: lists for tuples) with the expected values.",
-            "Actions (the step tool's action):",
-            '- a string, or {"code": "..."}: run that Python source in the working directory '
-            "(it can import solution.py and read the files there); you see stdout, stderr and "
-            "the exit code.",
-            '- {"write": {"path": "solution.py", "content": "..."}}: write a file (relative '
-            "paths; folders are made).",
-            '- {"test": true}: run the hidden tests on solution.py; you see how many passed '
-            + {
-                "counts": "(counts only).",
-                "inputs": "and, for failing ones, the call and what it returned or raised.",
-                "full": "and, for failing ones, the call, what it returned and the expected value.",
-            }[cfg.feedback],
-            '- {"solution": "..."}: write solution.py and run the tests, in one step.',
-            f"Files stay in the working directory from step to step"
-            f"{'' if cfg.persist_files else ' (only those you write: runs work on a copy)'}. "
-            "The tools read_file and last_output show a file and the full output of the "
-            "last step.",
-            "Reward: "
-            + (
-                "each test run earns how much it raised the best fraction of tests passed "
-                "so far, so the episode's return is the best fraction reached."
-                if cfg.reward == "improvement"
-                else "each test run earns the fraction of tests it passed."
-            )
-            + f" The episode ends when every test passes, or after {cfg.max_steps} steps.",
-            f"Sandbox ({isolation}): each run gets {lim.cpu_seconds} s of CPU, "
-            f"{lim.wall_seconds:g} s of wall clock, {lim.memory_mib} MiB of memory, files up to "
-            f"{lim.file_size_mib} MiB, {lim.max_processes} processes; output beyond "
-            f"{lim.output_bytes} bytes per stream is cut. The standard library is available, "
-            "no third-party packages.",
-            f"Tasks: {', '.join(t.name for t in self.tasks)}.",
-        ]
-        if self.sandbox.warning:
-            lines.append(f"WARNING: {self.sandbox.warning}.")
-        return "\n".join(lines)
-
-    def action_schema(self) -> dict[str, Any]:
-        source = {"type": "string", "maxLength": MAX_CODE, "description": "Python source."}
-        content = {"type": "string", "maxLength": MAX_CONTENT}
-        return {
-            "anyOf": [
-                {**source, "description": "Python source to run in the working directory."},
-                {
-                    "type": "object",
-                    "description": "Exactly one of code, write, test, solution.",
-                    "properties": {
-                        "code": {**source, "description": "Python source to run."},
-                        "write": {
-                            "type": "object",
-                            "properties": {
-                                "path": {"type": "string", "maxLength": 200},
-                                "content": content,
-                            },
-                            "required": ["path", "content"],
-                            "additionalProperties": False,
-                        },
-                        "test": {"type": "boolean", "description": "true: run the hidden tests."},
-                        "solution": {
-                            **content,
-                            "description": "The whole of solution.py; then the tests run.",
-                        },
-                    },
-                    "minProperties": 1,
-                    "maxProperties": 1,
-                    "additionalProperties": False,
-                },
-            ],
-            "description": self.action_description,
-        }
-
-    def info_schema(self) -> dict[str, Any]:
-        return {
-            "task": {"type": "string", "description": "The task's name."},
-            "score": {
-                "type": "number",
-                "description": "Fraction of tests the last test run passed.",
-            },
-            "best_score": {"type": "number", "description": "Best fraction so far."},
-            "sandbox": {"type": "string", "description": "bwrap, or rlimits (the fallback)."},
-            "timed_out": {"type": "boolean", "description": "The last run hit the wall clock."},
-            "files": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Files in the working directory.",
-            },
-        }
-
-    def reset_options_schema(self) -> dict[str, Any]:
-        return {
-            "task": {
-                "type": "string",
-                "description": f"The task to play; one of: {', '.join(self._by_name)}.",
-            }
-        }
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -339,22 +274,6 @@ class CodingEnv(Environment[CodingConfig]):
                 {"name": t.name, "title": t.title, "tests": len(t.tests)} for t in self.tasks
             ],
         }
-
-    def observation_text(self, observation: Any) -> str | None:
-        obs = observation
-        if not isinstance(obs, dict) or "kind" not in obs:
-            return None
-        if obs["kind"] == "reset":
-            return f"Task {obs['task']}: {obs['prompt']}"
-        if obs["kind"] == "write":
-            return f"{obs['report']}"
-        text = f"{obs['kind']}: exit code {obs['exit_code']}"
-        if obs["kind"] in ("test", "solution"):
-            text += f", {obs['tests_passed']}/{obs['tests_total']} tests passed"
-        return text
-
-    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
-        return list(self._events)
 
     def tools(self) -> list[EnvTool]:
         return [
@@ -496,7 +415,6 @@ class CodingEnv(Environment[CodingConfig]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        reject_options(self.name, options, ["task"])
         wanted = (options or {}).get("task", self.config.task)
         if wanted is not None:
             if not isinstance(wanted, str) or wanted not in self._by_name:
@@ -508,8 +426,9 @@ class CodingEnv(Environment[CodingConfig]):
                 )
             task = self._by_name[wanted]
         else:
-            rng = np.random.default_rng(seed)
-            task = self.tasks[int(rng.integers(len(self.tasks)))]
+            if seed is not None or self._rng is None:  # unseeded, the stream goes on
+                self._rng = np.random.default_rng(seed)
+            task = self.tasks[int(self._rng.integers(len(self.tasks)))]
         self._fresh_workdir()
         assert self.workdir is not None
         write_file(self.workdir, (SOLUTION,), task.starter().encode(), self.sandbox.uid)
@@ -517,7 +436,7 @@ class CodingEnv(Environment[CodingConfig]):
         self._steps = 0
         self._best = self._score = 0.0
         self._timed_out = False
-        self._events = []
+        self.events = []
         self._observation = self._obs("reset", total=len(task.tests))
         self._last = {"kind": "reset", "stdout": "", "stderr": "", "exit_code": 0, "report": ""}
         return dict(self._observation), self._info()
@@ -578,13 +497,13 @@ class CodingEnv(Environment[CodingConfig]):
             data = action["content"].encode("utf-8", errors="surrogatepass")
             write_file(self.workdir, tuple(path.split("/")), data, self.sandbox.uid)
         self._steps += 1
-        self._events = []
+        self.events = []
         self._timed_out = False
         reward = 0.0
         terminated = False
         if kind == "write":
             note = f"Wrote {path} ({len(data)} bytes)"
-            self._events.append(note)
+            self.events.append(note)
             observation = self._obs("write", report=note)
             self._last = {
                 "kind": "write",
@@ -611,7 +530,7 @@ class CodingEnv(Environment[CodingConfig]):
             terminated = passed == total
             observation = self._obs(kind, run, passed, total, report)
             self._describe_run("Ran the hidden tests", run, tests=True)
-            self._events.append(report)
+            self.events.append(report)
             self._last = self._last_of(kind, run, report)
         self._enforce_quota()
         self._observation = observation
@@ -662,7 +581,7 @@ class CodingEnv(Environment[CodingConfig]):
             how += f" (killed at the {self.limits.cpu_seconds} s CPU limit)"
         elif run.exit_code == -9:
             how += " (killed)"
-        self._events.append(how)
+        self.events.append(how)
         for name, text in (("stdout", run.stdout), ("stderr", run.stderr)):
             if not text:
                 continue
@@ -672,9 +591,9 @@ class CodingEnv(Environment[CodingConfig]):
                 if len(text) <= EVENT_CHARS
                 else f"\n[first {EVENT_CHARS} of {len(text)} characters: last_output has all]"
             )
-            self._events.append(f"{name}:\n```\n{shown}{more}\n```")
+            self.events.append(f"{name}:\n```\n{shown}{more}\n```")
         if not tests and not run.stdout and not run.stderr:
-            self._events.append("No output")
+            self.events.append("No output")
 
     def _score_report(self, task: Task, run: RunResult) -> tuple[int, str]:
         """Tests passed and the report, from the sandbox's records (compared here)."""
@@ -722,7 +641,7 @@ class CodingEnv(Environment[CodingConfig]):
         quota = self.config.workdir_quota_mib << 20
         if used > quota:
             empty_dir(self.workdir)
-            self._events.append(
+            self.events.append(
                 f"The working directory grew to {used >> 20} MiB, past its "
                 f"{self.config.workdir_quota_mib} MiB quota: it was emptied"
             )
@@ -766,7 +685,7 @@ class CodingEnv(Environment[CodingConfig]):
         self._score = snapshot.score
         self._observation = dict(snapshot.observation)
         self._last = dict(snapshot.last)
-        self._events = []
+        self.events = []
         self._timed_out = False
 
 

@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from openenv_mcp.environment import Environment, EnvTool, Resources, StepResult, reject_options
-from openenv_mcp.errors import InvalidAction, UnsupportedOption
+from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, StepResult
+from openenv_mcp.errors import InvalidAction
+from openenv_mcp.narration import Narration
 from openenv_mcp.spaces import AnyText
 
 MAX_MESSAGE = 4096
@@ -38,6 +39,26 @@ class EchoConfig(BaseModel):
     )
 
 
+class EchoOptions(BaseModel):
+    """Per-episode options of the echo environment."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    greeting: str = Field("", max_length=MAX_MESSAGE, description="The first observation.")
+
+
+class EchoInfo(BaseModel):
+    """What ``info`` holds."""
+
+    length: int = Field(description="Characters in the last message.")
+    nonce: int = Field(description="A seeded random draw per step.")
+
+
+class EchoNarration(Narration["EchoEnv"]):
+    def action_description(self) -> str:
+        return "The message to echo ('bye' ends the episode)."
+
+
 class EchoEnv(Environment[EchoConfig]):
     """Echoes each message; reward is ``reward_per_char * len(message)``; "bye" ends it."""
 
@@ -46,16 +67,17 @@ class EchoEnv(Environment[EchoConfig]):
         "Echo: step with a message, observe it back, reward from its length ('bye' ends)."
     )
     Config: ClassVar[type[BaseModel]] = EchoConfig
-    supports_snapshots: ClassVar[bool] = True
-    run_inline: ClassVar[bool] = True  # microseconds of CPU per call, never blocks
-    resources: ClassVar[Resources] = Resources(cpu=0.25, memory_mib=256, episodes=1024)
-    action_description: ClassVar[str] = "The message to echo ('bye' ends the episode)."
+    Options = EchoOptions
+    Info = EchoInfo
+    # Microseconds of CPU per call, never blocks: no thread needed.
+    serving = Serving(inline=True, resources=Resources(cpu=0.25, memory_mib=256, episodes=1024))
+    narration = EchoNarration
 
     def __init__(self, config: EchoConfig) -> None:
         super().__init__(config)
         self.action_space = AnyText(MAX_MESSAGE)
         self.observation_space = AnyText(MAX_MESSAGE)  # the last message, or the greeting
-        self.has_frame = config.frame
+        self.render_mode = "rgb_array" if config.frame else None
         self._rng = np.random.default_rng()
         self._messages: list[str] = []
         self._steps = 0
@@ -71,31 +93,12 @@ class EchoEnv(Environment[EchoConfig]):
             )
         return action
 
-    def info_schema(self) -> dict[str, Any]:
-        return {
-            "length": {"type": "integer", "description": "Characters in the last message."},
-            "nonce": {"type": "integer", "description": "A seeded random draw per step."},
-        }
-
-    def reset_options_schema(self) -> dict[str, Any]:
-        return {"greeting": {"type": "string", "description": "The first observation."}}
-
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        reject_options(self.name, options, ["greeting"])
         greeting = (options or {}).get("greeting", "")
-        if not isinstance(greeting, str) or len(greeting) > MAX_MESSAGE:
-            what = (
-                f"{len(greeting)} characters"
-                if isinstance(greeting, str)
-                else type(greeting).__name__
-            )
-            raise UnsupportedOption(
-                f"option 'greeting' must be a string of at most {MAX_MESSAGE} characters, "
-                f"got {what}"
-            )
-        self._rng = np.random.default_rng(seed)
+        if seed is not None:  # unseeded, the stream goes on (Gymnasium's meaning)
+            self._rng = np.random.default_rng(seed)
         self._messages = [greeting]
         self._steps = 0
         return greeting, {"length": len(greeting), "nonce": self._nonce()}

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["KNOWN", "Known", "known_for"]
+__all__ = ["KNOWN", "BoundsOptions", "Known", "PendulumOptions", "known_for"]
 
 Describe = Callable[[Any, Any], str]
 """``describe(observation, unwrapped_env) -> text``."""
@@ -31,13 +32,14 @@ class Known:
     Attributes:
         actions: ``(NAME, meaning)`` per ``Discrete`` action, in index order.
         describe: the observation as a sentence a model can read.
-        reset_options: JSON schema properties of the options its ``reset`` reads.
+        options: a pydantic model of the options its ``reset`` reads (the served env's
+            ``Options``), or ``None``.
         observation: what the observation's parts are, in words.
     """
 
     actions: tuple[tuple[str, str], ...] = ()
     describe: Describe | None = None
-    reset_options: dict[str, Any] = field(default_factory=dict)
+    options: type[BaseModel] | None = None
     observation: str = ""
 
 
@@ -128,10 +130,29 @@ def _taxi(obs: Any, env: Any) -> str:
     )
 
 
-_BOUNDS = {
-    "low": {"type": "number", "description": "Lower bound of the random initial state."},
-    "high": {"type": "number", "description": "Upper bound of the random initial state."},
-}
+#: The default of an option that has none of its type: never passed to reset, which
+#: takes only the options the caller set.
+_UNSET: Any = None
+
+
+class BoundsOptions(BaseModel):
+    """The options of classic_control's ``reset``: bounds of the random initial state."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # Typed float with no default value: an option left out is not passed to reset.
+    low: float = Field(_UNSET, description="Lower bound of the random initial state.")
+    high: float = Field(_UNSET, description="Upper bound of the random initial state.")
+
+
+class PendulumOptions(BaseModel):
+    """The options of Pendulum's ``reset``: bounds of the random initial angle and speed."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    x_init: float = Field(_UNSET, description="Bound of the random initial angle.")
+    y_init: float = Field(_UNSET, description="Bound of the random initial angular velocity.")
+
 
 _MOVES4 = {
     "LEFT": "move left",
@@ -174,7 +195,7 @@ KNOWN: dict[str, Known] = {
     "gymnasium.envs.classic_control.cartpole.CartPoleEnv": Known(
         actions=(("LEFT", "push the cart to the left"), ("RIGHT", "push the cart to the right")),
         describe=_cartpole,
-        reset_options=_BOUNDS,
+        options=BoundsOptions,
         observation="[cart position, cart velocity, pole angle (rad), pole angular velocity]",
     ),
     "gymnasium.envs.classic_control.mountain_car.MountainCarEnv": Known(
@@ -184,12 +205,12 @@ KNOWN: dict[str, Known] = {
             ("RIGHT", "accelerate to the right"),
         ),
         describe=_mountain_car,
-        reset_options=_BOUNDS,
+        options=BoundsOptions,
         observation="[car position, car velocity]",
     ),
     "gymnasium.envs.classic_control.continuous_mountain_car.Continuous_MountainCarEnv": Known(
         describe=_mountain_car,
-        reset_options=_BOUNDS,
+        options=BoundsOptions,
         observation="[car position, car velocity]",
     ),
     "gymnasium.envs.classic_control.acrobot.AcrobotEnv": Known(
@@ -199,19 +220,13 @@ KNOWN: dict[str, Known] = {
             ("POSITIVE_TORQUE", "apply +1 torque to the joint between the links"),
         ),
         describe=_acrobot,
-        reset_options=_BOUNDS,
+        options=BoundsOptions,
         observation="[cos theta1, sin theta1, cos theta2, sin theta2, "
         "angular velocity 1, angular velocity 2]",
     ),
     "gymnasium.envs.classic_control.pendulum.PendulumEnv": Known(
         describe=_pendulum,
-        reset_options={
-            "x_init": {"type": "number", "description": "Bound of the random initial angle."},
-            "y_init": {
-                "type": "number",
-                "description": "Bound of the random initial angular velocity.",
-            },
-        },
+        options=PendulumOptions,
         observation="[cos angle, sin angle, angular velocity]",
     ),
     "gymnasium.envs.box2d.lunar_lander.LunarLander": Known(

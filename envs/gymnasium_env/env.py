@@ -13,7 +13,8 @@ the openenv-mcp contract:
 * ``info["text"]`` reads the observation out in words for a model ("player
   sum 14, dealer shows 10, usable ace: no");
 * ``render_mode="rgb_array"`` frames come back as PNG images;
-* seeds go straight to ``env.reset(seed=...)``; snapshots are deep copies.
+* seeds go straight to ``env.reset(seed=...)`` (unseeded, its own ``np_random``
+  goes on, as in Gymnasium); snapshots are deep copies.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_mcp.codecs import to_jsonable
-from openenv_mcp.environment import ActionSet, Environment, StepResult, reject_options
+from openenv_mcp.environment import ActionSet, Environment, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, UnsupportedOption
 from openenv_mcp.options import parse_pairs
 
@@ -42,6 +43,7 @@ import gymnasium
 from gymnasium import spaces
 
 from gymnasium_env._known import known_for
+from gymnasium_env._narration import GymnasiumNarration
 
 __all__ = ["GymnasiumConfig", "GymnasiumEnv", "parse_kwargs"]
 
@@ -183,6 +185,12 @@ def _render_objects(env: Any) -> dict[str, Any]:
     return {k: v for k, v in vars(env).items() if is_pygame(v)}
 
 
+class GymnasiumInfo(BaseModel):
+    """What ``info`` holds: the observation in words, then the environment's own fields."""
+
+    text: str = Field(description="The observation in words.")
+
+
 class GymnasiumEnv(Environment[GymnasiumConfig]):
     """A Gymnasium environment (``gymnasium.make(id, **kwargs)``) behind the MCP contract."""
 
@@ -192,7 +200,11 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
         "...): named discrete actions, observations in words, rgb_array frames as images."
     )
     Config: ClassVar[type[BaseModel]] = GymnasiumConfig
-    supports_snapshots: ClassVar[bool] = True
+    Info = GymnasiumInfo
+    # Gymnasium's info["action_mask"] advises (Taxi's masked actions are legal, penalised
+    # steps): refusing them would make a run through MCP differ from gymnasium.make's.
+    serving = Serving(enforce_mask=False)
+    narration = GymnasiumNarration
 
     def __init__(self, config: GymnasiumConfig) -> None:
         super().__init__(config)
@@ -211,7 +223,8 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
         self.action_space = self._env.action_space
         self.observation_space = self._env.observation_space
         self.action_set = self._action_set()
-        self.has_frame = self._frames
+        self.render_mode = "rgb_array" if self._frames else None
+        self.Options = self._known.options
         self._observation: Any = None
         self._started = False
 
@@ -233,19 +246,9 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
         return ActionSet.from_names([f"ACTION_{i}" for i in range(n)], start=int(space.start))
 
     @property
-    def title(self) -> str:
-        return f"Gymnasium {self.config.id}"
-
-    @property
     def gymnasium_env(self) -> gymnasium.Env[Any, Any]:
         """The wrapped ``gymnasium.Env`` (as ``gymnasium.make`` returned it)."""
         return self._env
-
-    def info_schema(self) -> dict[str, Any]:
-        return {"text": {"type": "string", "description": "The observation in words."}}
-
-    def reset_options_schema(self) -> dict[str, Any]:
-        return dict(self._known.reset_options)
 
     def metadata(self) -> dict[str, Any]:
         spec = self._env.spec
@@ -261,9 +264,6 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
         }
 
     # -- the episode -------------------------------------------------------------------
-
-    def observation_text(self, observation: Any) -> str:
-        return self.describe(observation)
 
     def describe(self, observation: Any) -> str:
         """The observation in words, as ``info["text"]`` carries it."""
@@ -283,7 +283,6 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        reject_options(self.name, options, list(self._known.reset_options))
         observation, info = self._env.reset(seed=seed, options=options or None)
         self._observation, self._started = observation, True
         return observation, self._info(observation, info)

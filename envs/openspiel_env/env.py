@@ -8,16 +8,19 @@ leduc_poker, backgammon, hex, go, 2048, ...; ``describe openspiel`` lists them):
   random | first_legal | mcts``); chance nodes (dice, deals, new tiles) are
   sampled by the environment from the episode's seeded generator, never asked
   of the agent;
-* actions are the game's action ids (``Discrete(num_distinct_actions)``) or their
-  names (``state.action_to_string``); the legal ones change every turn, so each
-  step's ``info`` carries them by id and by name and as an ``action_mask``, and
-  the ``legal_actions`` tool lists them;
+* actions are the game's action ids (``NamedDiscrete(num_distinct_actions)``) or
+  their names (``state.action_to_string``). The legal ones change every turn, so
+  each step's ``info`` carries them by id and by name and as an ``action_mask``,
+  and the server's ``legal_actions`` tool lists them (named by the narration's
+  ``action_name``);
 * the observation is the game's ``observation_tensor`` from the agent's seat (or
   its ``information_state_tensor``, or the text where it has neither), and
   ``info["text"]`` the state as text, as the agent may see it (the whole state in
   perfect-information games; the agent's own observation string otherwise);
 * the step reward is the agent's; ``info["rewards"]`` and ``info["returns"]`` give
   every player's reward of the step and return so far;
+* seeds: ``reset(seed=s)`` seeds chance, the opponents and a random seat; an
+  unseeded reset goes on with the same generators (Gymnasium's meaning);
 * snapshots hold the serialized state and every generator's state.
 """
 
@@ -31,13 +34,14 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pyspiel
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from openenv_mcp.environment import Environment, EnvTool, Resources, StepResult, reject_options
+from openenv_mcp.environment import Environment, Resources, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
-from openenv_mcp.spaces import AnyText
+from openenv_mcp.spaces import AnyText, NamedDiscrete
 from openspiel_env import _bots
-from openspiel_env._games import RULES, list_games, load, parse_params, unsupported_games
+from openspiel_env._games import list_games, load, parse_params, unsupported_games
+from openspiel_env._narration import OpenSpielNarration, listing, short_name
 
 __all__ = ["OpenSpielConfig", "OpenSpielEnv"]
 
@@ -45,8 +49,6 @@ log = logging.getLogger(__name__)
 
 #: Longest text observation (characters); the state as text is cut there.
 MAX_TEXT = 1 << 16
-#: Legal actions listed in an error or an event before "... and N more".
-LIST_LIMIT = 60
 #: State texts longer than this are drawn as an image instead (by default): a model's
 #: one-line summary shows only the first 300 characters of the observation text.
 FRAME_THRESHOLD = 150
@@ -168,17 +170,42 @@ def _has_shape(shape: Any) -> bool:
         return False
 
 
-def _short(action: int, name: str) -> str:
-    """A name without a leading copy of its id (backgammon's ``"0 - 24/22 24/21"``)."""
-    head, dash, rest = name.partition(" - ")
-    return rest.strip() if dash and head == str(action) and rest.strip() else name
+class OpenSpielInfo(BaseModel):
+    """What ``info`` holds (``move_number`` only in the ``state`` tool's; ``final_state``
+    only at the end of an imperfect-information game)."""
+
+    text: str = Field(description="The state as text, as you may see it.")
+    player: int = Field(description="Your seat.")
+    current_player: int = Field(
+        description="Whose turn it is (yours while running; -4 at the end)."
+    )
+    move_number: int = Field(description="Moves so far (state only).")
+    legal_actions: list[int] = Field(description="Legal action ids now.")
+    legal_action_names: list[str] = Field(description="Their names, in the same order.")
+    action_mask: list[int] = Field(description="1 for each legal action id, over all ids.")
+    rewards: list[float] = Field(description="Every player's reward of this step.")
+    returns: list[float] = Field(description="Every player's return so far.")
+    moves: list[dict[str, Any]] = Field(
+        description="Moves since your last (player, action, name; hidden ones named '(hidden)')."
+    )
 
 
-def _listing(pairs: list[tuple[int, str]], limit: int = LIST_LIMIT) -> str:
-    """``"0=x(0,0), 4=x(1,1)"``, cut after ``limit`` with how many more there are."""
-    shown = ", ".join(f"{a}={_short(a, name)}" for a, name in pairs[:limit])
-    more = len(pairs) - limit
-    return shown + (f", ... and {more} more (call legal_actions)" if more > 0 else "") or "none"
+def _options(players: int) -> type[BaseModel]:
+    """The per-episode options of a game of ``players`` seats."""
+    return create_model(
+        "OpenSpielOptions",
+        __config__=ConfigDict(extra="forbid", strict=True),
+        # Typed int with no default value: an option left out is not passed to reset.
+        player=(int, Field(None, ge=0, le=players - 1, description="Your seat for this episode.")),
+    )
+
+
+def _seeded(seed: int | None) -> tuple[np.random.RandomState, ...]:
+    """The generators of chance, the opponents and a random seat, from ``seed`` (fresh
+    entropy for ``None``)."""
+    return tuple(
+        np.random.RandomState(s.generate_state(4)) for s in np.random.SeedSequence(seed).spawn(3)
+    )
 
 
 class OpenSpielEnv(Environment[OpenSpielConfig]):
@@ -191,14 +218,15 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         "seeded opponents (random, first_legal, mcts); legal actions by id and name."
     )
     Config: ClassVar[type[BaseModel]] = OpenSpielConfig
-    supports_snapshots: ClassVar[bool] = True
-    run_inline: ClassVar[bool] = False  # MCTS opponents may search for a while
-    action_tools: ClassVar[bool] = False  # the legal actions change every turn
-    action_description: ClassVar[str] = (
-        "A legal action of the current turn, by id (integer) or by name (as listed in "
-        "info.legal_action_names or by the legal_actions tool)."
+    Info = OpenSpielInfo
+    # Not inline: MCTS opponents may search for a while. No tool per action: the legal
+    # actions change every turn.
+    serving = Serving(
+        inline=False,
+        action_tools=False,
+        resources=Resources(cpu=1.0, memory_mib=512, episodes=256),
     )
-    resources: ClassVar[Resources] = Resources(cpu=1.0, memory_mib=512, episodes=256)
+    narration = OpenSpielNarration
 
     def __init__(self, config: OpenSpielConfig) -> None:
         super().__init__(config)
@@ -229,15 +257,17 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         else:
             self.observation_space = _box(tuple(self.game.information_state_tensor_shape()))
         self.n_actions: int = self.game.num_distinct_actions()
-        self.action_space = spaces.Discrete(self.n_actions)
+        # Named by the state (state.action_to_string): parse_action resolves the names.
+        self.action_space = NamedDiscrete(self.n_actions)
+        self.Options = _options(self.num_players)
         self._state: Any = None
         self._seat = 0 if config.player == "random" else int(config.player)
-        self._chance_rng = np.random.RandomState(0)
-        self._opponent_rng = np.random.RandomState(0)
+        # Fresh entropy until a seed is given; unseeded resets go on from here.
+        self._chance_rng, self._opponent_rng, self._seat_rng = _seeded(None)
         self._steps = 0
         self._moves: list[dict[str, Any]] = []
         self._rewards = [0.0] * self.num_players
-        self.has_frame = self._wants_frame(config.render)
+        self.render_mode = "rgb_array" if self._wants_frame(config.render) else None
 
     def _observation_kind(self, asked: str) -> str:
         t, game = self.game_type, self.game
@@ -267,110 +297,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             outcomes, probs = zip(*state.chance_outcomes(), strict=True)
             state.apply_action(int(rng.choice(outcomes, p=probs)))
         seat = state.current_player() if state.current_player() >= 0 else 0
-        return len(self._agent_text(state, seat)) > FRAME_THRESHOLD
-
-    # -- description -------------------------------------------------------------------
-
-    @property
-    def title(self) -> str:
-        return f"OpenSpiel {self.game_type.long_name}"
-
-    def _seat_name(self, seat: int) -> str:
-        return "you" if seat == self._seat else f"player {seat}"
-
-    def instructions(self) -> str:
-        cfg, t = self.config, self.game_type
-        players = self.num_players
-        seat = (
-            "a seat drawn from each episode's seed (info.player says which)"
-            if cfg.player == "random"
-            else f"player {self._seat}"
-        )
-        lines = [f"You are playing {self.title} ({self.short_name}, from DeepMind's OpenSpiel)."]
-        if players == 1:
-            lines.append("It is a one-player game: every decision is yours.")
-        else:
-            lines.append(
-                f"{players} players; you are {seat}. Every other seat is played by an "
-                f"opponent that {_bots.OPPONENTS[cfg.opponent]}."
-            )
-        rules = RULES.get(self.short_name)
-        if rules:
-            lines.append(f"Rules: {rules}")
-        params = self.game.get_parameters()
-        if params:
-            lines.append(
-                "Game parameters: " + ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
-            )
-        if t.chance_mode != pyspiel.GameType.ChanceMode.DETERMINISTIC:
-            lines.append(
-                "Chance events (dice, deals, new tiles) are sampled by the environment, never "
-                "asked of you."
-            )
-        if not self.perfect:
-            lines.append(
-                "Information is imperfect: you see only your own observation (your cards, "
-                "public actions), and opponents' hidden moves and chance outcomes are not shown."
-            )
-        lines += [
-            f"Actions: {self.n_actions} action ids exist, but only a few are legal on each "
-            "turn. Call step with a legal action's id or its name (any case). Every result "
-            "lists the legal actions as 'id=name'; the legal_actions tool lists them too. An "
-            "illegal action is refused and changes nothing.",
-            f"Reward: your own return; the final utilities range from {self.game.min_utility():g} "
-            f"to {self.game.max_utility():g}. Opponents move right after you, so each step "
-            "ends on your next turn (or at the game's end) and reports what they did.",
-        ]
-        if cfg.max_episode_steps:
-            lines.append(f"The episode is cut short after {cfg.max_episode_steps} of your moves.")
-        return "\n".join(lines)
-
-    def action_schema(self) -> dict[str, Any]:
-        return {
-            "anyOf": [
-                {"type": "integer", "minimum": 0, "maximum": self.n_actions - 1},
-                {"type": "string", "minLength": 1, "maxLength": 200},
-            ],
-            "description": self.action_description,
-        }
-
-    def info_schema(self) -> dict[str, Any]:
-        ints = {"type": "array", "items": {"type": "integer"}}
-        numbers = {"type": "array", "items": {"type": "number"}}
-        return {
-            "text": {"type": "string", "description": "The state as text, as you may see it."},
-            "player": {"type": "integer", "description": "Your seat."},
-            "current_player": {
-                "type": "integer",
-                "description": "Whose turn it is (yours while running; -4 at the end).",
-            },
-            "move_number": {"type": "integer", "description": "Moves so far (state only)."},
-            "legal_actions": {**ints, "description": "Legal action ids now."},
-            "legal_action_names": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Their names, in the same order.",
-            },
-            "action_mask": {**ints, "description": "1 for each legal action id, over all ids."},
-            "rewards": {**numbers, "description": "Every player's reward of this step."},
-            "returns": {**numbers, "description": "Every player's return so far."},
-            "moves": {
-                "type": "array",
-                "items": {"type": "object"},
-                "description": "Moves since your last (player, action, name; hidden ones "
-                "named '(hidden)').",
-            },
-        }
-
-    def reset_options_schema(self) -> dict[str, Any]:
-        return {
-            "player": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": self.num_players - 1,
-                "description": "Your seat for this episode.",
-            }
-        }
+        return len(self.agent_text(state, seat)) > FRAME_THRESHOLD
 
     def metadata(self) -> dict[str, Any]:
         t = self.game_type
@@ -394,33 +321,21 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             "unsupported_games": unsupported_games(),
         }
 
-    def tools(self) -> list[EnvTool]:
-        return [
-            EnvTool(
-                name="legal_actions",
-                description=(
-                    "The legal actions of the current turn: each id and name. step accepts "
-                    "either. They change every turn."
-                ),
-                kind="episode",
-                handler=lambda env, _args: env.legal_actions_view(),
-            )
-        ]
-
-    def legal_actions_view(self) -> dict[str, Any]:
-        """The current turn's legal actions (the ``legal_actions`` tool's answer)."""
-        if self._state is None:
-            return {"game": self.short_name, "player": self._seat, "actions": []}
-        return {
-            "game": self.short_name,
-            "player": self._seat,
-            "current_player": int(self._state.current_player()),
-            "actions": [{"id": a, "name": n} for a, n in self._legal()],
-        }
-
     # -- the state, as the agent sees it -----------------------------------------------
 
-    def _agent_text(self, state: Any, seat: int) -> str:
+    @property
+    def game_state(self) -> Any:
+        """The episode's ``pyspiel.State`` (``None`` before the first reset): read it, do not
+        apply actions to it."""
+        return self._state
+
+    @property
+    def seat(self) -> int:
+        """The agent's seat (this episode's)."""
+        return self._seat
+
+    def agent_text(self, state: Any, seat: int) -> str:
+        """``state`` as text, as ``seat`` may see it (cut at ``MAX_TEXT``)."""
         t = self.game_type
         if self.perfect:
             text = str(state)
@@ -432,7 +347,8 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             text = "(this game shows no text of a player's view)"
         return text[:MAX_TEXT]
 
-    def _legal(self) -> list[tuple[int, str]]:
+    def legal(self) -> list[tuple[int, str]]:
+        """The agent's legal actions now, as ``(id, name)``; none unless it is its turn."""
         state = self._state
         if state is None or state.is_terminal() or state.current_player() != self._seat:
             return []
@@ -441,7 +357,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
     def _observation(self) -> Any:
         state, seat = self._state, self._seat
         if self.observation_kind == "text":
-            return self._agent_text(state, seat)
+            return self.agent_text(state, seat)
         values = (
             state.observation_tensor(seat)
             if self.observation_kind == "observation_tensor"
@@ -453,12 +369,12 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
 
     def _info(self) -> dict[str, Any]:
         state = self._state
-        legal = self._legal()
+        legal = self.legal()
         mask = [0] * self.n_actions
         for a, _ in legal:
             mask[a] = 1
         info: dict[str, Any] = {
-            "text": self._agent_text(state, self._seat),
+            "text": self.agent_text(state, self._seat),
             "player": self._seat,
             "current_player": int(state.current_player()),
             "legal_actions": [a for a, _ in legal],
@@ -472,58 +388,12 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             info["final_state"] = str(state)[:MAX_TEXT]  # the whole deal, once it is over
         return info
 
-    def observation_text(self, observation: Any) -> str | None:
-        if self._state is None:
-            return None
-        state = self._state
-        parts = [] if self.has_frame else [self._agent_text(state, self._seat).rstrip()]
-        if state.is_terminal():
-            returns = ", ".join(f"{r:g}" for r in state.returns())
-            parts.append(f"Game over; returns by player: [{returns}] (you are player {self._seat})")
-        else:
-            legal = self._legal()
-            parts.append(
-                f"Your turn (player {self._seat}); {len(legal)} legal actions: {_listing(legal)}"
-            )
-        return "\n".join(p for p in parts if p)
-
-    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
-        events = []
-        for move in result.info.get("moves", []):
-            who = move["player"]
-            hidden = move["action"] is None
-            if who == -1:
-                events.append(
-                    "Chance moved (a deal or roll: your view shows what you may see of it)"
-                    if hidden
-                    else f"Chance: {move['name']}"
-                )
-            elif hidden:
-                events.append(f"Player {who} moved (your view shows what you may see of it)")
-            else:
-                events.append(f"Player {who} played {move['name']}")
-        state = self._state
-        if state is not None and state.is_terminal():
-            mine = float(state.returns()[self._seat])
-            others = [float(r) for i, r in enumerate(state.returns()) if i != self._seat]
-            if self.num_players == 1:
-                events.append(f"Game over with a final score of {mine:g}")
-            elif others and mine > max(others):
-                events.append(f"You won (your return {mine:g})")
-            elif others and mine < max(others):
-                events.append(f"You lost (your return {mine:g})")
-            else:
-                events.append(f"A draw (your return {mine:g})")
-            if "final_state" in result.info:
-                events.append(f"Final state: {result.info['final_state']}")
-        return events
-
     def render(self) -> np.ndarray | None:
-        if not self.has_frame:
+        if self.render_mode != "rgb_array":
             return None
         if self._state is None:
             return _draw_text(" ")
-        return _draw_text(self._agent_text(self._state, self._seat))
+        return _draw_text(self.agent_text(self._state, self._seat))
 
     # -- actions -----------------------------------------------------------------------
 
@@ -531,16 +401,16 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         state = self._state
         if state is None or state.is_terminal():
             raise InvalidAction("the game is over: there is no legal action; call reset")
-        legal = self._legal()
+        legal = self.legal()
         ids = {a for a, _ in legal}
 
         def refuse(what: str, hint: str = "") -> InvalidAction:
-            return InvalidAction(f"{what} is not legal now.{hint} Legal: {_listing(legal)}")
+            return InvalidAction(f"{what} is not legal now.{hint} Legal: {listing(legal)}")
 
         if isinstance(action, bool):
             raise InvalidAction(
                 f"expected a legal action id or name, got the boolean {action!r}; "
-                f"legal: {_listing(legal)}"
+                f"legal: {listing(legal)}"
             )
         if isinstance(action, (int, np.integer)):
             if int(action) in ids:
@@ -550,7 +420,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             key = action.strip()
             by_name = {name.strip().lower(): a for a, name in reversed(legal)}
             for a, name in legal:  # backgammon's "0 - 24/22 24/21": the move alone
-                by_name.setdefault(_short(a, name).strip().lower(), a)
+                by_name.setdefault(short_name(a, name).strip().lower(), a)
             if key.lower() in by_name:
                 return np.int64(by_name[key.lower()])
             if key.lstrip("-").isascii() and key.lstrip("-").isdigit() and len(key) <= 18:
@@ -564,7 +434,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         shown = repr(action) if len(repr(action)) <= 60 else repr(action)[:57] + "..."
         raise InvalidAction(
             f"expected a legal action id (integer) or name (string), got "
-            f"{type(action).__name__} {shown}; legal: {_listing(legal)}"
+            f"{type(action).__name__} {shown}; legal: {listing(legal)}"
         )
 
     # -- the episode -------------------------------------------------------------------
@@ -606,23 +476,13 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        reject_options(self.name, options, ["player"])
-        seat = (options or {}).get("player")
-        if seat is not None and (
-            isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < self.num_players
-        ):
-            raise UnsupportedOption(
-                f"option 'player' must be a seat 0-{self.num_players - 1} of "
-                f"{self.short_name!r}, got {seat!r}"
-            )
-        chance, opponents, seats = np.random.SeedSequence(seed).spawn(3)
-        self._chance_rng = np.random.RandomState(chance.generate_state(4))
-        self._opponent_rng = np.random.RandomState(opponents.generate_state(4))
+        seat = (options or {}).get("player")  # a seat of the game: checked against Options
+        if seed is not None:  # unseeded, every stream goes on (Gymnasium's meaning)
+            self._chance_rng, self._opponent_rng, self._seat_rng = _seeded(seed)
         if seat is not None:
             self._seat = int(seat)
         elif self.config.player == "random":
-            drawn = np.random.RandomState(seats.generate_state(4)).randint(self.num_players)
-            self._seat = int(drawn)
+            self._seat = int(self._seat_rng.randint(self.num_players))
         else:
             self._seat = int(self.config.player)
         self._state = self.game.new_initial_state()
@@ -660,9 +520,9 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
     def state(self) -> dict[str, Any]:
         if self._state is None:
             return {}
-        legal = self._legal()
+        legal = self.legal()
         return {
-            "text": self._agent_text(self._state, self._seat),
+            "text": self.agent_text(self._state, self._seat),
             "player": self._seat,
             "move_number": int(self._state.move_number()),
             "legal_actions": [a for a, _ in legal],
@@ -683,6 +543,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             "rewards": list(self._rewards),
             "chance_rng": self._chance_rng.get_state(),
             "opponent_rng": self._opponent_rng.get_state(),
+            "seat_rng": self._seat_rng.get_state(),
         }
 
     def restore(self, snapshot: Any) -> None:
@@ -697,3 +558,4 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         self._rewards = list(snapshot["rewards"])
         self._chance_rng.set_state(snapshot["chance_rng"])
         self._opponent_rng.set_state(snapshot["opponent_rng"])
+        self._seat_rng.set_state(snapshot["seat_rng"])

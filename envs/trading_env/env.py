@@ -20,12 +20,12 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from openenv_mcp.codecs import decode_raw, is_raw
-from openenv_mcp.environment import Environment, EnvTool, Resources, StepResult, reject_options
+from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded, UnsupportedOption
-from openenv_mcp.spaces import value_schema
+from openenv_mcp.narration import narration_of
 from trading_env._chart import draw_chart
 from trading_env._data import (
     FEATURES,
@@ -36,6 +36,7 @@ from trading_env._data import (
     load_sample,
     prices_frame,
 )
+from trading_env._narration import TradingNarration
 
 __all__ = ["TradingConfig", "TradingEnv"]
 
@@ -98,6 +99,42 @@ class TradingConfig(BaseModel):
     )
 
 
+class TradingInfo(BaseModel):
+    """What ``info`` holds."""
+
+    date: str = Field(description="Today's date (YYYY-MM-DD).")
+    day: int = Field(description="Steps taken this episode.")
+    value: float = Field(description="The portfolio's value at today's close.")
+    cash: float = Field(description="Cash held (negative: borrowed).")
+    return_: float = Field(alias="return", description="value / starting cash - 1.")
+    weights: dict[str, float] = Field(description="Current weight of each ticker and of 'cash'.")
+    prices: dict[str, float] = Field(description="Today's close of each ticker.")
+    cost: float = Field(description="Costs paid in the last rebalance.")
+    turnover: float = Field(description="Amount traded / value, last rebalance.")
+    costs_total: float = Field(description="Costs paid this episode.")
+
+
+def _options(market: Market, window: int) -> type[BaseModel]:
+    """The per-episode options over fixed data: the first day, within what the data holds."""
+    last = market.days - window - 1
+    return create_model(
+        "TradingOptions",
+        __config__=ConfigDict(extra="forbid", strict=True),
+        # Typed str with no default value: an option left out is not passed to reset.
+        start=(
+            str,
+            Field(
+                None,
+                description=(
+                    "The episode's first day instead of a seeded draw: a date YYYY-MM-DD "
+                    f"(the first trading day on or after it) from {market.dates[WARMUP]} to "
+                    f"{market.dates[last]}, or a day index {WARMUP}..{last} as digits."
+                ),
+            ),
+        ),
+    )
+
+
 class TradingEnv(Environment[TradingConfig]):
     """A multi-asset portfolio, rebalanced daily to target weights, with costs."""
 
@@ -108,10 +145,15 @@ class TradingEnv(Environment[TradingConfig]):
         "a seeded generator or your own CSV."
     )
     Config: ClassVar[type[BaseModel]] = TradingConfig
-    supports_snapshots: ClassVar[bool] = True
-    run_inline: ClassVar[bool] = True  # tens of microseconds a step; data read once, cached
-    action_tools: ClassVar[bool] = False
-    resources: ClassVar[Resources] = Resources(cpu=0.25, memory_mib=256, episodes=1024)
+    Info = TradingInfo
+    # Inline: tens of microseconds a step; the data is read once, cached.
+    serving = Serving(
+        inline=True,
+        action_tools=False,
+        resources=Resources(cpu=0.25, memory_mib=256, episodes=1024),
+    )
+    narration = TradingNarration
+    render_mode = "rgb_array"
 
     def __init__(self, config: TradingConfig) -> None:
         super().__init__(config)
@@ -139,7 +181,8 @@ class TradingEnv(Environment[TradingConfig]):
                 "time_left": spaces.Box(0.0, 1.0, (1,), np.float32),
             }
         )
-        self.has_frame = True
+        if self._base is not None:  # a synthetic market always starts on its first day
+            self.Options = _options(self._base, config.window)
         self._rng = np.random.default_rng()
         self.market: Market | None = self._base
         self._start = self._t = 0
@@ -174,126 +217,6 @@ class TradingEnv(Environment[TradingConfig]):
                 f"{source} data has its own assets"
             )
         return source
-
-    # -- description -------------------------------------------------------------
-
-    @property
-    def title(self) -> str:
-        what = {"sample": "sample data", "synthetic": "synthetic data", "csv": "CSV data"}
-        return f"Trading ({len(self.tickers)} assets, {what[self.source]})"
-
-    def action_schema(self) -> dict[str, Any]:
-        schema = value_schema(self.action_space)
-        n = len(self.tickers)
-        schema["description"] = (
-            f"Target weights, one per asset in this order: {', '.join(self.tickers)}; each in "
-            f"[-1, 1] (negative = short). Example: [{', '.join(['0.2'] * n)}]; all zeros = "
-            "all cash."
-        )
-        return schema
-
-    def instructions(self) -> str:
-        cfg, n = self.config, len(self.tickers)
-        data = {
-            "sample": (
-                "The prices are the shipped SYNTHETIC sample (generated by "
-                "trading_env/make_data.py: fictional assets, no real security's prices), "
-                f"{self._base.dates[0] if self._base else ''} to "
-                f"{self._base.dates[-1] if self._base else ''}; each episode's first day is "
-                "drawn from the seed."
-            ),
-            "synthetic": (
-                "The prices are SYNTHETIC, generated afresh for every episode from its seed "
-                "(correlated geometric Brownian motion with calm, bear and sideways regimes)."
-            ),
-            "csv": (
-                f"The prices are the user's CSV ({self._base.source if self._base else ''}); "
-                "each episode's first day is drawn from the seed."
-            ),
-        }[self.source]
-        reward = {
-            "pnl": "the change in the portfolio's value over the day, in cash units (after costs)",
-            "log_return": "log(value after / value before): the day's log return, after costs",
-            "differential_sharpe": (
-                "the differential Sharpe ratio of the day's return (Moody & Saffell 1998, "
-                f"adaptation rate {cfg.sharpe_eta:g}, clipped to [-10, 10]): it rewards "
-                "returns that raise a moving estimate of the Sharpe ratio"
-            ),
-        }[cfg.reward]
-        shorts = (
-            "Negative weights are clipped to 0 (long-only)."
-            if cfg.long_only
-            else "A negative weight is a short position; its proceeds are held as cash."
-        )
-        example = ", ".join(["0.2"] * n)
-        return "\n".join(
-            [
-                f"You manage a portfolio of {n} assets ({', '.join(self.tickers)}) and cash, "
-                f"starting with {cfg.initial_cash:,.2f} in cash, over {cfg.window} trading days. "
-                "Goal: grow the portfolio's value.",
-                data,
-                "Each step is one trading day. Your action is a list of target weights, one per "
-                f"asset in the order above, each in [-1, 1]: e.g. [{example}] puts 20% of the "
-                "value in each asset; all zeros sells everything into cash. Exactly:",
-                "1. Weights are normalised: if the sum of their absolute values exceeds 1, all "
-                f"are divided by it (so leverage never exceeds 1). {shorts} Cash gets "
-                "1 - sum(weights).",
-                "2. At today's close the portfolio is rebalanced so each asset's position is "
-                "its weight times the value after costs (fractional shares are allowed). Every "
-                f"trade pays {cfg.cost:.4%} of the amount traded; trades under a millionth of "
-                "the value are not made, so repeating the current weights holds (no cost).",
-                "3. The next day's close values the portfolio; the reward is " + reward + ".",
-                f"The episode ends (truncated) after {cfg.window} steps, or (terminated) if the "
-                "value falls to zero or below (possible only with shorts).",
-                "The observation, per asset: " + ", ".join(FEATURES) + " (indicators of the "
-                "closes and volumes up to today; no future prices), the current weights "
-                "(assets then cash), the value relative to the starting cash, and the "
-                "fraction of the episode left. The frame charts each asset's close and the "
-                "portfolio's value (1 = the first day) and today's weights.",
-                "Tools: portfolio (holdings, cash, value, weights, prices today); "
-                "price_history (recent closes of every asset, up to today).",
-            ]
-        )
-
-    def info_schema(self) -> dict[str, Any]:
-        number = {"type": "number"}
-        return {
-            "date": {"type": "string", "description": "Today's date (YYYY-MM-DD)."},
-            "day": {"type": "integer", "description": "Steps taken this episode."},
-            "value": {**number, "description": "The portfolio's value at today's close."},
-            "cash": {**number, "description": "Cash held (negative: borrowed)."},
-            "return": {**number, "description": "value / starting cash - 1."},
-            "weights": {
-                "type": "object",
-                "additionalProperties": number,
-                "description": "Current weight of each ticker and of 'cash'.",
-            },
-            "prices": {
-                "type": "object",
-                "additionalProperties": number,
-                "description": "Today's close of each ticker.",
-            },
-            "cost": {**number, "description": "Costs paid in the last rebalance."},
-            "turnover": {**number, "description": "Amount traded / value, last rebalance."},
-            "costs_total": {**number, "description": "Costs paid this episode."},
-        }
-
-    def reset_options_schema(self) -> dict[str, Any]:
-        if self.source == "synthetic":
-            return {}
-        market = self._base
-        assert market is not None
-        last = market.days - self.config.window - 1
-        return {
-            "start": {
-                "type": "string",
-                "description": (
-                    "The episode's first day instead of a seeded draw: a date YYYY-MM-DD "
-                    f"(the first trading day on or after it) from {market.dates[WARMUP]} to "
-                    f"{market.dates[last]}, or a day index {WARMUP}..{last} as digits."
-                ),
-            }
-        }
 
     def metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
@@ -338,11 +261,15 @@ class TradingEnv(Environment[TradingConfig]):
             raise ResetNeeded("no episode yet: call reset first")
         return self.market
 
-    def _start_day(self, options: dict[str, Any] | None, market: Market) -> int:
+    def _start_day(
+        self, options: dict[str, Any] | None, market: Market, rng: np.random.Generator
+    ) -> int:
+        """The episode's first day: option ``start`` (checked against the data here: a
+        date or an index in range), or a draw from ``rng``."""
         first, last = WARMUP, market.days - self.config.window - 1
         start = (options or {}).get("start")
         if start is None:
-            return int(self._rng.integers(first, last + 1))
+            return int(rng.integers(first, last + 1))
         if isinstance(start, str) and start.strip().isascii() and start.strip().isdigit():
             start = int(start.strip()[:12])
         if isinstance(start, int) and not isinstance(start, bool):
@@ -368,22 +295,24 @@ class TradingEnv(Environment[TradingConfig]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        reject_options(self.name, options, ["start"])
-        self._rng = np.random.default_rng(seed)
+        # Unseeded, the env's own stream goes on (Gymnasium's meaning). Options are refused
+        # before any draw, so a refused reset leaves the stream as it was.
+        rng = self._rng if seed is None else np.random.default_rng(seed)
         market: Market | None
         if self.source == "synthetic":
-            if options and "start" in options:
+            if options and "start" in options:  # Options is None: only direct callers
                 raise UnsupportedOption(
                     "option 'start' needs fixed data (--data sample or --csv); a synthetic "
                     "market is generated for each episode and always starts on its first day"
                 )
-            market = prices_frame(self._rng, self.config.assets, WARMUP + self.config.window + 1)
+            market = prices_frame(rng, self.config.assets, WARMUP + self.config.window + 1)
             start = WARMUP
         else:
             market = self._base
             assert market is not None
-            start = self._start_day(options, market)
+            start = self._start_day(options, market, rng)
         assert market is not None
+        self._rng = rng
         self.market, self._start, self._t = market, start, start
         self._shares = np.zeros(len(self.tickers))
         self._cash = float(self.config.initial_cash)
@@ -592,38 +521,6 @@ class TradingEnv(Environment[TradingConfig]):
             },
         }
 
-    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
-        info = result.info
-        events = []
-        if info.get("turnover", 0.0) > 0:
-            events.append(
-                f"Rebalanced: traded {info['turnover']:.1%} of the value, costs {info['cost']:,.2f}"
-            )
-        else:
-            events.append("No trades")
-        if result.terminated:
-            events.append("The portfolio's value fell to zero or below: ruined")
-        return events
-
-    def observation_text(self, observation: Any) -> str | None:
-        if self.market is None or not self._values:
-            return None
-        market = self.market
-        value, weights = self._value(), self._weights()
-        change = value / self.config.initial_cash - 1.0
-        head = (
-            f"{market.dates[self._t]}, day {self._t - self._start}/{self.config.window}: value "
-            f"{value:,.2f} ({change:+.2%}), cash {_clean(self._cash, 0.005):,.2f} "
-            f"({_clean(weights[-1], 0.005):.0%}). ticker close (1d) shares weight:"
-        )
-        rows = []
-        for i, t in enumerate(self.tickers):
-            price = market.close[self._t, i]
-            day = price / market.close[self._t - 1, i] - 1.0
-            shares, weight = _clean(self._shares[i], 0.05), _clean(weights[i], 0.005)
-            rows.append(f"{t} {price:,.2f} ({day:+.1%}) {shares:,.1f} {weight:.0%}")
-        return head + " " + "; ".join(rows)
-
     def render(self) -> np.ndarray | None:
         if self.market is None or not self._values:
             return None
@@ -636,7 +533,7 @@ class TradingEnv(Environment[TradingConfig]):
             np.asarray(self._values),
             self.config.window,
             self._weights(),
-            f"{self.title}: {market.dates[self._t]}, day {self._t - self._start}/"
+            f"{narration_of(self).title}: {market.dates[self._t]}, day {self._t - self._start}/"
             f"{self.config.window}, value {self._value():,.2f}",
         )
 
@@ -675,11 +572,6 @@ class PriceHistoryParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     days: int = Field(20, ge=1, le=250, description="Trading days to return, up to today.")
-
-
-def _clean(value: float, below: float) -> float:
-    """``value``, or 0.0 where it rounds to zero (no ``-0.0`` in the text)."""
-    return 0.0 if abs(value) < below else float(value)
 
 
 def _flat(value: Any) -> list[Any]:

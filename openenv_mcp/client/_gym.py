@@ -110,7 +110,7 @@ class MCPGymEnv(gym.Env[Any, Any]):
         self._np_random = None
         self.action_space = client.action_space
         self.observation_space = client.observation_space
-        has_frame = client.spec.has_frame
+        has_frame = client.server_spec.has_frame
         self.metadata = {
             "render_modes": ["rgb_array"] if has_frame else [],
             "render_fps": RENDER_FPS,

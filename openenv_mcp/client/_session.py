@@ -42,6 +42,7 @@ from openenv_mcp.client._transports import (
 from openenv_mcp.codecs import CLIENT_FRAMES, ClientFrames, check_frames, png_from_b64
 from openenv_mcp.environment import ActionSet
 from openenv_mcp.errors import (
+    ERROR_META,
     ArgumentError,
     OpenEnvError,
     ResetNeeded,
@@ -91,6 +92,8 @@ DEFAULT_TIMEOUT = 90.0
 DEFAULT_CONNECT_TIMEOUT = 120.0
 #: The server tool that steps many episodes in one call.
 STEP_BATCH_TOOL = "step_batch"
+#: The server tool that lists the actions legal now (every action, before a reset).
+LEGAL_ACTIONS_TOOL = "legal_actions"
 
 _SPEC_SUFFIX = "/spec"
 _TAIL_BYTES = 2000
@@ -207,12 +210,16 @@ def _is_command(target: Target) -> bool:
 class ToolAnswer:
     """A tool's result as it came: content blocks (dicts), structured content, error flag."""
 
-    __slots__ = ("content", "is_error", "structured")
+    __slots__ = ("content", "error_code", "is_error", "structured")
 
     def __init__(self, result: dict[str, Any]) -> None:
         self.content: list[dict[str, Any]] = list(result.get("content") or [])
         self.structured: dict[str, Any] | None = result.get("structuredContent")
         self.is_error = bool(result.get("isError", False))
+        meta = result.get("_meta")
+        code = meta.get(ERROR_META) if isinstance(meta, dict) else None
+        #: The error's class name, as the server sends it (``_meta["openenv_mcp/error"]``).
+        self.error_code: str | None = code if isinstance(code, str) else None
 
     @property
     def text(self) -> str:
@@ -443,7 +450,7 @@ class Session:
     # -- what the server is --------------------------------------------------------------
 
     @property
-    def spec(self) -> ServerSpec:
+    def server_spec(self) -> ServerSpec:
         """The server's static description (its ``openenv://ENV/spec`` resource)."""
         if self._spec is None:
             raise OpenEnvError("not connected: use `async with` or connect() first")
@@ -505,7 +512,7 @@ class Session:
             raise OpenEnvError(f"{tool}: {exc}") from exc
         answer = ToolAnswer(result)
         if answer.is_error:
-            raise error_from_wire(answer.text or "tool error without a message")
+            raise error_from_wire(answer.text or "tool error without a message", answer.error_code)
         if self.check_results:
             self._check(tool, answer)
         return answer
@@ -551,7 +558,7 @@ class Session:
 
     def wire_frames(self) -> str:
         """The ``frames`` argument episodes send: only array observations travel as frames."""
-        if is_array_space(self.spec.observation_space):
+        if is_array_space(self.server_spec.observation_space):
             return self.frames
         # Any other observation travels as JSON anyway (its array leaves in the raw
         # form asked for); not asking for "png" spares the server a PNG encode.
@@ -563,7 +570,7 @@ class Session:
         """Observation and info from an episode view (``reset``/``step``/``state``'s answer)."""
         if view is None:
             raise OpenEnvError("the server sent an episode result without structured content")
-        spec = self.spec
+        spec = self.server_spec
         if "observation" in view:
             obs = decode(spec.observation_space, view["observation"], check=False)
         elif spec.frame_is_observation:
@@ -724,19 +731,19 @@ class Episode:
     # -- what the server is (the session's) ---------------------------------------------
 
     @property
-    def spec(self) -> ServerSpec:
+    def server_spec(self) -> ServerSpec:
         """The server's static description."""
-        return self.session.spec
+        return self.session.server_spec
 
     @property
     def env_name(self) -> str:
         """The environment's registered name (``"atari"``)."""
-        return self.spec.env
+        return self.server_spec.env
 
     @property
     def actions(self) -> ActionSet | None:
         """The named discrete actions (ids, names, meanings), or ``None``."""
-        return self.spec.actions
+        return self.server_spec.actions
 
     def get_action_meanings(self) -> list[str]:
         """Action names in value order (as ALE's ``get_action_meanings``).
@@ -744,19 +751,19 @@ class Episode:
         Raises:
             UnsupportedOption: for actions without names.
         """
-        if self.spec.actions is None:
+        if self.server_spec.actions is None:
             raise UnsupportedOption(f"{self.env_name}'s actions have no names")
-        return self.spec.actions.names
+        return self.server_spec.actions.names
 
     @property
     def action_space(self) -> spaces.Space[Any]:
         """The Gymnasium action space, exactly the environment's."""
-        return self.spec.action_space
+        return self.server_spec.action_space
 
     @property
     def observation_space(self) -> spaces.Space[Any]:
         """The Gymnasium observation space, exactly the environment's."""
-        return self.spec.observation_space
+        return self.server_spec.observation_space
 
     @property
     def tool_names(self) -> list[str]:
@@ -895,7 +902,7 @@ class Episode:
 
         Where the observation is the frame this costs no call.
         """
-        spec = self.spec
+        spec = self.server_spec
         if not spec.has_frame:
             return None
         if spec.frame_is_observation and isinstance(self._observation, np.ndarray):
@@ -908,7 +915,8 @@ class Episode:
     async def call(self, tool: str, **args: Any) -> dict[str, Any]:
         """Call any tool of the server, such as an environment's own (``legal_actions``).
 
-        This episode's handle is passed to tools that take an ``episode_id``.
+        This episode's handle is passed to tools that take an ``episode_id``; before
+        the first reset only ``legal_actions`` may be called (it lists every action).
 
         Returns:
             The tool's structured result (or ``{"text": ...}`` for a text-only one).
@@ -916,7 +924,10 @@ class Episode:
         listed = self.session.require_tool(tool)
         takes_episode = "episode_id" in listed.get("inputSchema", {}).get("properties", {})
         if takes_episode and "episode_id" not in args:
-            args["episode_id"] = self.require_episode(tool)
+            if self.episode_id is not None:
+                args["episode_id"] = self.episode_id
+            elif tool != LEGAL_ACTIONS_TOOL:
+                self.require_episode(tool)
         answer = await self._call(tool, {k: wire_action(v) for k, v in args.items()})
         if answer.structured is not None:
             return dict(answer.structured)

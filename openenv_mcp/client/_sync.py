@@ -86,9 +86,9 @@ class SyncEpisode:
     # -- what the server is ----------------------------------------------------------------
 
     @property
-    def spec(self) -> ServerSpec:
+    def server_spec(self) -> ServerSpec:
         """The server's static description."""
-        return self._episode.spec
+        return self._episode.server_spec
 
     @property
     def env_name(self) -> str:

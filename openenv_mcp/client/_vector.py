@@ -109,9 +109,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         except BaseException:
             self._loop.stop()
             raise
-        first = self.sessions[0].spec
+        first = self.sessions[0].server_spec
         for session in self.sessions[1:]:
-            other = session.spec
+            other = session.server_spec
             if (other.action_space, other.observation_space) != (
                 first.action_space,
                 first.observation_space,

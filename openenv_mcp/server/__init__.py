@@ -6,13 +6,15 @@ supports it), the environment's own tools, and one tool per named action;
 its static description is an MCP resource. :func:`serve` runs it over stdio or
 Streamable HTTP.
 
-The rooms, by boundary: ``_catalog`` (which tools, their schemas, calling
-them), ``_handlers`` (what each tool does), ``_episodes`` (handles, locks,
-limits), ``_runner`` (one environment and its episode, where it lives),
-``_runtime`` / ``_workers`` (inline, threads, worker processes), ``_stdio`` and
-``_http`` (each transport and its direct path), ``_results`` (reply shapes),
-``_settings``; ``openenv_mcp._compat`` holds every reliance on FastMCP's
-internals.
+The rooms, by boundary: ``_catalog`` (which tools a profile lists, with the
+env's schemas), ``_args`` (their argument models), ``_tools`` (a tool that
+validates its own arguments), ``_profile`` (what each profile does),
+``_handlers`` (what each tool does), ``_episodes`` (handles, locks, limits),
+``_runtime`` / ``_workers`` (where each episode's pipeline lives: inline,
+threads, worker processes; the pipeline itself is :mod:`openenv_mcp.pipeline`),
+``_direct`` (tool calls answered without FastMCP's stack), ``_stdio`` and
+``_http`` (each transport), ``_results`` (reply shapes), ``_settings``;
+``openenv_mcp._compat`` holds every reliance on FastMCP's internals.
 """
 
 from __future__ import annotations

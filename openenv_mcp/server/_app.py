@@ -19,15 +19,17 @@ from pydantic import BaseModel
 from openenv_mcp._version import __version__
 from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError
+from openenv_mcp.pipeline import PipelineOptions
 from openenv_mcp.recording import finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
-from openenv_mcp.server._catalog import DirectCalls, ModelTool, UnknownToolErrors, build_tools
+from openenv_mcp.server._catalog import build_tools
+from openenv_mcp.server._direct import DirectCalls
 from openenv_mcp.server._episodes import EpisodeTable
 from openenv_mcp.server._handlers import Handlers
-from openenv_mcp.server._runner import RunnerOptions
 from openenv_mcp.server._runtime import LocalRef, LocalRuntime, Runtime
 from openenv_mcp.server._settings import ServerSettings
-from openenv_mcp.spaces import space_to_json
+from openenv_mcp.server._tools import ModelTool, UnknownToolErrors
+from openenv_mcp.spec import EnvSpec
 
 __all__ = ["EnvApp"]
 
@@ -47,17 +49,20 @@ class EnvApp:
         if problems:
             self.prototype.close()
             raise ArgumentError(f"{env_cls.__name__} breaks the contract: " + "; ".join(problems))
+        #: Everything static about the environment, read by every face of the server.
+        self.spec = EnvSpec.of(self.prototype)
+        profile = settings.shape
         # Agents get frames they can read; trainers the env's own, pixel for pixel.
         scale = settings.frame_scale
-        if scale is None and settings.profile == "full":
+        if scale is None and not profile.legible_frames:
             scale = 1
         video = settings.record_video
-        self.record_video = settings.profile == "agent" if video is None else video
+        self.record_video = profile.record_video if video is None else video
         # Loaded here once to fail at start (a bad reference, clashing names); each
         # runner loads its own where its env lives.
-        rewards = RewardSet([*self.prototype.rewards(), *load_rewards(settings.reward)])
+        rewards = RewardSet([*env_cls.serving.rewards, *load_rewards(settings.reward)])
         self.rewards = rewards
-        options = RunnerOptions(
+        options = PipelineOptions(
             frame_scale=scale,
             rewards=tuple(settings.reward),
             record=None if settings.record is None else str(Path(settings.record).resolve()),
@@ -65,7 +70,7 @@ class EnvApp:
             describe={
                 "env": env_cls.name,
                 "env_class": f"{env_cls.__module__}:{env_cls.__qualname__}",
-                "title": self.prototype.title,
+                "title": self.spec.title,
                 "config": config.model_dump(mode="json"),
                 "rewards": list(settings.reward),
             },
@@ -84,7 +89,7 @@ class EnvApp:
             )
         else:
             threads = (
-                not env_cls.run_inline if settings.env_threads is None else settings.env_threads
+                not env_cls.serving.inline if settings.env_threads is None else settings.env_threads
             )
             # A judge awaits a scorer: inline it would hold up every other episode.
             threads = threads or rewards.is_async
@@ -97,7 +102,7 @@ class EnvApp:
         self.runtime = runtime
         self.table = EpisodeTable(runtime, settings)
         self.handlers = Handlers(self.table, settings, self.prototype)
-        self.tools: list[ModelTool] = build_tools(self.prototype, self.handlers, settings)
+        self.tools: list[ModelTool] = build_tools(self.spec, self.handlers, settings)
 
     async def aclose(self) -> None:
         """Close every episode, then the runtime (worker processes): server shutdown."""
@@ -119,7 +124,7 @@ class EnvApp:
         ref = self.table.get(episode_id).ref
         if not isinstance(ref, LocalRef):
             raise TypeError(f"episode {episode_id}'s environment is in a worker process")
-        return ref.runner.env
+        return ref.pipeline.env
 
     def direct_calls(self, server: FastMCP, transport: str) -> DirectCalls:
         """Answers to tool calls straight from JSON-RPC (a transport's direct path)."""
@@ -130,39 +135,14 @@ class EnvApp:
     def instructions(self) -> str:
         """The server's instructions: the environment's own words for a model, then how
         to drive it through this server's tools."""
-        if self.settings.profile == "agent":
-            how = (
-                "Call reset to start (it returns the first frame and what to do), then step "
-                "with an action by name; repeat holds it for several steps. Every answer is "
-                "the new frame and a summary: reward, return, lives, what happened. When "
-                "the episode is over, reset starts another."
-            )
-        else:
-            how = (
-                "Call reset to start an episode (it returns an episode_id and the first "
-                "observation), then step with an action, or call an action tool directly. "
-                "Episodes end with terminated or truncated; reset to play again."
-            )
-        return f"{self.prototype.instructions().strip()}\n\n{how}"
+        how = self.settings.shape.how_to
+        return f"{self.spec.instructions.strip()}\n\n{how}"
 
-    def spec(self) -> dict[str, Any]:
+    def spec_json(self) -> dict[str, Any]:
         """Everything static a client needs, before any episode: the ``spec`` resource."""
-        env = self.prototype
-        actions = env.action_set
         return {
-            "env": self.env_cls.name,
-            "title": env.title,
-            "description": self.env_cls.description,
+            **self.spec.to_json(),
             "openenv_mcp": __version__,
-            "config": self.config.model_dump(mode="json"),
-            "action_space": space_to_json(env.action_space),
-            "observation_space": space_to_json(env.observation_space),
-            "actions": actions.to_json() if actions is not None else None,
-            "action_schema": env.action_schema(),
-            "has_frame": env.has_frame,
-            "frame_is_observation": env.frame_is_observation,
-            "reset_options": env.reset_options_schema(),
-            "supports_snapshots": self.env_cls.supports_snapshots,
             "settings": self.settings.model_dump(mode="json"),
         }
 
@@ -172,7 +152,7 @@ class EnvApp:
             server.add_tool(tool)
         server.add_middleware(UnknownToolErrors(server))
         name = self.env_cls.name
-        spec = json.dumps(self.spec())
+        spec = json.dumps(self.spec_json())
 
         @server.resource(
             f"openenv://{name}/spec",
@@ -188,13 +168,13 @@ class EnvApp:
         @server.resource(
             f"openenv://{name}/rules",
             name=f"{name}-rules",
-            description=f"How to play {self.prototype.title}: the goal, the actions, the rules.",
+            description=f"How to play {self.spec.title}: the goal, the actions, the rules.",
             mime_type="text/markdown",
         )
         def rules_resource() -> str:
             return rules
 
-        title = self.prototype.title
+        title = self.spec.title
 
         @server.prompt(
             "play",
@@ -206,7 +186,7 @@ class EnvApp:
                 "Start now: call reset, look at the frame, then choose your actions."
             )
 
-        metadata = json.dumps(self.prototype.metadata())
+        metadata = json.dumps(self.spec.metadata)
 
         @server.resource(
             f"openenv://{name}/metadata",

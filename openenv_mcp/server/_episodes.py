@@ -5,7 +5,7 @@ Each live episode owns one environment (in the runtime: this process or a
 worker) and one lock; every call on an episode holds its lock, so calls on one
 episode are serialized and calls on different episodes run independently.
 The episode's own counters live with its environment
-(:class:`~openenv_mcp.server._runner.EnvRunner`); the table keeps only what the
+(:class:`~openenv_mcp.pipeline.EpisodePipeline`); the table keeps only what the
 server must know without asking it: where the environment is, when the episode
 was last used, its snapshots, and whether it is broken (its environment raised
 or hung, so it is untrusted until ``reset``).
@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -35,8 +35,8 @@ from openenv_mcp.errors import (
     UnknownEpisode,
     UnknownSnapshot,
 )
+from openenv_mcp.pipeline import Frame, Op, Outcome, SavedEpisode
 from openenv_mcp.server._feed import Feed
-from openenv_mcp.server._runner import Outcome, SavedEpisode
 from openenv_mcp.server._runtime import Runtime
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.sharding import shard_of, with_shard
@@ -44,6 +44,8 @@ from openenv_mcp.sharding import shard_of, with_shard
 __all__ = ["Episode", "EpisodeTable", "Snapshot"]
 
 log = logging.getLogger("openenv_mcp.server")
+
+R = TypeVar("R")
 
 
 def _handle(prefix: str, shard: str | None) -> str:
@@ -334,33 +336,33 @@ class EpisodeTable:
                 f"episode {episode.id} is broken ({episode.broken}); call reset to start over"
             )
 
-    async def call(self, episode: Episode, method: str, *args: Any) -> Any:
-        """``runner.method(*args)`` on ``episode``'s environment (its lock held by the caller).
+    async def call(self, episode: Episode, op: Op[R]) -> R:
+        """Run ``op`` on ``episode``'s pipeline (its lock held by the caller).
 
         Raises:
             OpenEnvError: the environment's own validation error (the episode is
                 fine), or what :meth:`failed` makes of anything else.
         """
-        (outcome,) = await self.call_many([episode], method, [args])
+        (outcome,) = await self.call_many([episode], [op])
         if isinstance(outcome, OpenEnvError):
             raise outcome
-        return outcome
+        value: R = outcome
+        return value
 
-    async def call_many(
-        self, episodes: Sequence[Episode], method: str, args: Sequence[tuple[Any, ...]]
-    ) -> list[Any]:
-        """One call per episode in one runtime hop (each worker's share at once): each
+    async def call_many(self, episodes: Sequence[Episode], ops: Sequence[Op[Any]]) -> list[Any]:
+        """One operation per episode in one runtime hop (each worker's share at once): each
         one's value, or the :class:`OpenEnvError` it ended in."""
-        calls = [(e.ref, method, a) for e, a in zip(episodes, args, strict=True)]
-        outcomes = await self.runtime.run(calls)
+        outcomes = await self.runtime.run(
+            [(e.ref, op) for e, op in zip(episodes, ops, strict=True)]
+        )
         for i, (episode, outcome) in enumerate(zip(episodes, outcomes, strict=True)):
             if isinstance(outcome, Exception):
-                outcomes[i] = self.failed(episode, method, outcome)
+                outcomes[i] = self.failed(episode, ops[i].tool, outcome)
             elif isinstance(outcome, Outcome):
                 view = outcome.view
                 episode.last_view = {k: v for k, v in view.items() if k != "observation"}
-            if self.feed is not None:
-                self.feed.called(episode.id, method, args[i], outcomes[i])
+            if self.feed is not None and ops[i].watched:
+                self.feed.called(episode.id, ops[i], outcomes[i])
         return outcomes
 
     async def peek_frame(self, episode: Episode) -> bytes | None:
@@ -369,7 +371,7 @@ class EpisodeTable:
         async with episode.lock:
             if self.episodes.get(episode.id) is not episode or episode.broken:
                 return None
-            (png,) = await self.runtime.run([(episode.ref, "frame_png", ())])
+            (png,) = await self.runtime.run([(episode.ref, Frame())])
         if isinstance(png, Exception):
             log.debug("episode %s: no frame for a watcher: %r", episode.id, png)
             return None

@@ -29,6 +29,8 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from openenv_mcp.pipeline import CallTool, Op, Reset, Restore, Snapshot, Step
+
 __all__ = ["HISTORY", "Feed", "Watched", "current_tool"]
 
 #: The tool being served, set where tools run, so the feed can say which tool drove
@@ -136,12 +138,12 @@ class Feed:
         self.by_watch[watched.watch_id] = watched
         return watched
 
-    def called(self, episode_id: str, method: str, args: tuple[Any, ...], answer: Any) -> None:
-        """A call on an episode's environment and what it answered (a value or an error)."""
+    def called(self, episode_id: str, op: Op[Any], answer: Any) -> None:
+        """An operation on an episode and what it answered (a value or an error)."""
         watched = self.by_handle.get(episode_id)
         if watched is None:  # opened before anyone could watch (the feed came on later)
             watched = self.opened(episode_id)
-        tool, arguments = self._call(method, args)
+        tool, arguments = self._call(op)
         event: dict[str, Any] = {"tool": tool, "arguments": arguments}
         view = getattr(answer, "view", None)
         if isinstance(answer, Exception):
@@ -163,7 +165,7 @@ class Feed:
                 event["rewards"] = _short(view["rewards"])
             if view.get("repeated") is not None:
                 event["repeated"] = view["repeated"]
-        elif method == "snapshot":
+        elif isinstance(op, Snapshot):
             event["result"] = f"saved the state at step {getattr(answer, 'step', '?')}"
         else:
             event["result"] = _short(watched.hide(repr(_short(answer))))
@@ -216,22 +218,20 @@ class Feed:
     # -- inside ------------------------------------------------------------------------------
 
     @staticmethod
-    def _call(method: str, args: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-        """The tool that drove ``method`` and its arguments, as watchers may see them."""
-        if method == "call_tool":
-            name, params = args[0], args[1] if len(args) > 1 else None
-            return str(name), _short(params or {})
-        if method == "step":
-            arguments: dict[str, Any] = {"action": _short(args[0])}
-            if len(args) > 2 and args[2] != 1:
-                arguments["repeat"] = args[2]
-        elif method == "reset":
-            arguments = {"seed": args[0], "options": _short(args[1]) if args[1] else None}
-        elif method == "restore":
+    def _call(op: Op[Any]) -> tuple[str, dict[str, Any]]:
+        """The tool that drove ``op`` and its arguments, as watchers may see them."""
+        arguments: dict[str, Any] = {}
+        if isinstance(op, CallTool):
+            return op.name, _short(op.params or {})
+        if isinstance(op, Step):
+            arguments = {"action": _short(op.action)}
+            if op.repeat != 1:
+                arguments["repeat"] = op.repeat
+        elif isinstance(op, Reset):
+            arguments = {"seed": op.seed, "options": _short(op.options) if op.options else None}
+        elif isinstance(op, Restore):
             arguments = {"from_snapshot": "(a snapshot)"}
-        else:
-            arguments = {}
-        return current_tool.get() or method, arguments
+        return current_tool.get() or op.tool, arguments
 
     @staticmethod
     def _update(watched: Watched, view: dict[str, Any]) -> None:

@@ -1,8 +1,9 @@
 """What each tool does: reset, step, step_batch, state, close, snapshots, env tools.
 
 Handlers find the episode a call means (:class:`~._episodes.EpisodeTable`),
-hold its lock, run one operation where its environment lives (the runner
-answers with the view, the frame and the text line), and wrap the answer.
+hold its lock, run one operation (:mod:`openenv_mcp.pipeline.ops`) where its
+environment lives (the pipeline answers with the view, the frame and the text
+line), and wrap the answer.
 Their argument models are in :mod:`._catalog`, which lists them as tools.
 """
 
@@ -16,6 +17,17 @@ from openenv_mcp._compat import request_transport
 from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import Environment, EnvTool
 from openenv_mcp.errors import ArgumentError, OpenEnvError
+from openenv_mcp.pipeline import (
+    CallTool,
+    LegalActions,
+    Look,
+    Reset,
+    Restore,
+    Snapshot,
+    Step,
+    Summary,
+    legal_actions,
+)
 from openenv_mcp.server._episodes import Episode, EpisodeTable
 from openenv_mcp.server._results import (
     Reply,
@@ -51,12 +63,11 @@ class Handlers:
         self.table = table
         self.settings = settings
         self.prototype = prototype
-        #: The agent profile answers with text and image only: some harnesses drop
-        #: the image of a result that has structuredContent (see the README).
-        self.agent = settings.profile == "agent"
+        #: What the profile answers with (the agent profile: text and image only).
+        self.profile = settings.shape
         self._unseeded = 0
         #: Whether rewards are served beside the env's own (``--reward``, ``env.rewards()``).
-        self.rewarded = bool(settings.reward) or bool(prototype.rewards())
+        self.rewarded = bool(settings.reward) or bool(type(prototype).serving.rewards)
 
     def _default_seed(self) -> int | None:
         """``settings.seed``, then one more for each reset that passed no seed."""
@@ -67,12 +78,10 @@ class Handlers:
         return seed
 
     def _frames(self, frames: Frames | None) -> Frames:
-        if self.agent:
-            return "png"
-        return frames or self.settings.default_frames
+        return self.profile.frames or frames or self.settings.default_frames
 
     def _reply(self, outcome: Any) -> Reply:
-        return outcome_reply(outcome, structured=not self.agent)
+        return outcome_reply(outcome, structured=self.profile.structured)
 
     async def reset(self, args: Any) -> Reply:
         """Start (or restart) an episode; mint its handle."""
@@ -94,10 +103,10 @@ class Handlers:
                 if episode.broken:
                     await table.renew(episode)
                 if snapshot is not None:
-                    outcome = await table.call(episode, "restore", snapshot.saved, frames)
+                    outcome = await table.call(episode, Restore(snapshot.saved, frames))
                 else:
                     seed = args.seed if args.seed is not None else self._default_seed()
-                    outcome = await table.call(episode, "reset", seed, args.options, frames)
+                    outcome = await table.call(episode, Reset(seed, args.options, frames))
         except BaseException:
             if created:
                 await table.close(episode.id)
@@ -110,7 +119,7 @@ class Handlers:
         """Advance an episode by one action (held for ``repeat`` steps)."""
         async with self.table.locked(episode_id, _shared()) as episode:
             self.table.require_sound(episode)
-            outcome = await self.table.call(episode, "step", action, self._frames(frames), repeat)
+            outcome = await self.table.call(episode, Step(action, self._frames(frames), repeat))
             return self._reply(outcome)
 
     async def step_batch(self, args: Any) -> Reply:
@@ -143,7 +152,7 @@ class Handlers:
             plan.sort(key=lambda p: p[0])
             # Local envs step in turn; envs in worker processes, each worker's share at once.
             outcomes = await self.table.call_many(
-                [e for _, e in plan], "step", [(items[i].action, frames) for i, _ in plan]
+                [e for _, e in plan], [Step(items[i].action, frames) for i, _ in plan]
             )
         views: dict[int, dict[str, Any]] = {}
         images: list[dict[str, Any]] = []
@@ -178,15 +187,15 @@ class Handlers:
                     f"{episode.last_view['episode_return']:g}: call reset to start over."
                 )
                 view = {**episode.last_view, "status": "broken", "summary": text, "events": []}
-                return Reply([text_block(text)], None if self.agent else view)
+                return Reply([text_block(text)], view if self.profile.structured else None)
             self.table.require_sound(episode)
             frames = self._frames(getattr(args, "frames", None))
-            return self._reply(await self.table.call(episode, "state", frames))
+            return self._reply(await self.table.call(episode, Look(frames)))
 
     async def episode_summary(self, args: Any) -> Reply:
         """Steps, returns, trajectory scores and credit, and the recording of an episode."""
         async with self.table.locked(args.episode_id, _shared()) as episode:
-            return json_reply(await self.table.call(episode, "episode_summary"))
+            return json_reply(await self.table.call(episode, Summary()))
 
     async def close(self, args: Any) -> Reply:
         """Close an episode and free its environment."""
@@ -198,7 +207,7 @@ class Handlers:
         """Save an episode's full state; later resets can start from it."""
         async with self.table.locked(args.episode_id, _shared()) as episode:
             self.table.require_sound(episode)
-            saved = await self.table.call(episode, "snapshot")
+            saved = await self.table.call(episode, Snapshot())
             snap = self.table.add_snapshot(episode, saved)
             return json_reply(
                 {"snapshot_id": snap.id, "episode_id": episode.id, "step": saved.step}
@@ -222,6 +231,16 @@ class Handlers:
             async with self.table.locked(args.episode_id, _shared()) as episode:
                 self.table.require_sound(episode)
                 params = None if tool.params is None else args.model_dump(exclude={"episode_id"})
-                return json_reply(await self.table.call(episode, "call_tool", tool.name, params))
+                return json_reply(await self.table.call(episode, CallTool(tool.name, params)))
 
         return on_episode
+
+    async def legal_actions(self, args: Any) -> Reply:
+        """The actions legal now in an episode; every action where no episode is meant
+        (none named, and no default one)."""
+        shared = _shared()
+        if args.episode_id is None and (shared or self.table.default_id is None):
+            return json_reply(legal_actions(self.prototype, None))
+        async with self.table.locked(args.episode_id, shared) as episode:
+            self.table.require_sound(episode)
+            return json_reply(await self.table.call(episode, LegalActions()))

@@ -27,7 +27,7 @@ from openenv_mcp._compat import (
     param_headers_mismatch,
 )
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.server._catalog import DirectCalls, dumps
+from openenv_mcp.server._direct import DirectCalls, dumps
 
 if TYPE_CHECKING:
     from openenv_mcp.server._app import EnvApp

@@ -14,13 +14,12 @@ from fastmcp.tools.base import ToolResult
 from mcp_types import ImageContent, TextContent
 
 from openenv_mcp.codecs import PNG_MIME, b64_text
-from openenv_mcp.environment import Environment
-from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.server._runner import Outcome
+from openenv_mcp.errors import ERROR_META, OpenEnvError
+from openenv_mcp.pipeline import Outcome
 from openenv_mcp.spaces import RAW_ARRAY_SCHEMA, is_array_space, value_schema
+from openenv_mcp.spec import EnvSpec
 
 __all__ = [
-    "ERROR_META_KEY",
     "Reply",
     "episode_output_schema",
     "error_result",
@@ -31,7 +30,6 @@ __all__ = [
     "text_block",
 ]
 
-ERROR_META_KEY = "openenv_mcp/error"
 #: Longest error text sent to a client (its head and tail are kept): a message
 #: that quotes a megabyte argument must not send the megabyte back.
 MAX_ERROR_TEXT = 2000
@@ -117,11 +115,11 @@ def error_text(exc: OpenEnvError) -> str:
 
 def error_result(exc: OpenEnvError) -> Reply:
     """The one mapping from our errors to an MCP tool error (``isError: true``)."""
-    return Reply([text_block(error_text(exc))], None, True, {ERROR_META_KEY: exc.code})
+    return Reply([text_block(error_text(exc))], None, True, {ERROR_META: exc.code})
 
 
-def _observation_schema(env: Environment[Any]) -> dict[str, Any]:
-    space = env.observation_space
+def _observation_schema(spec: EnvSpec) -> dict[str, Any]:
+    space = spec.observation_space
     if is_array_space(space):
         return {
             **RAW_ARRAY_SCHEMA,
@@ -131,7 +129,7 @@ def _observation_schema(env: Environment[Any]) -> dict[str, Any]:
     return {**value_schema(space, raw=True), "description": f"The observation: a value of {space}."}
 
 
-def episode_output_schema(env: Environment[Any]) -> dict[str, Any]:
+def episode_output_schema(spec: EnvSpec) -> dict[str, Any]:
     """The ``outputSchema`` shared by ``reset``, ``step``, ``state`` and action tools."""
     return {
         "type": "object",
@@ -147,7 +145,7 @@ def episode_output_schema(env: Environment[Any]) -> dict[str, Any]:
             "episode_return": {"type": "number", "description": "Sum of rewards so far."},
             "terminated": {"type": "boolean"},
             "truncated": {"type": "boolean"},
-            "observation": _observation_schema(env),
+            "observation": _observation_schema(spec),
             "summary": {
                 "type": "string",
                 "description": "What happened, for a model: the step, reward, return, lives, "
@@ -189,7 +187,7 @@ def episode_output_schema(env: Environment[Any]) -> dict[str, Any]:
             },
             "info": {
                 "type": "object",
-                "properties": env.info_schema(),
+                "properties": spec.info,
                 "description": "Environment-specific fields.",
             },
         },

@@ -1,10 +1,10 @@
 """Where environments run: inline on the event loop, on worker threads, or in worker processes.
 
-A runtime holds one :class:`~openenv_mcp.server._runner.EnvRunner` per live
-episode and runs operations on it (``"step"``, ``"reset"``, ...: the runner's
-method names). Its interface is :class:`Runtime`; this module has the two that
-keep environments in the server process, :mod:`._workers` the one that keeps
-them in worker processes.
+A runtime holds one :class:`~openenv_mcp.pipeline.EpisodePipeline` per live
+episode and runs operations on it (:mod:`openenv_mcp.pipeline.ops`: ``Step``,
+``Reset``...). Its interface is :class:`Runtime`; this module has the one that
+keeps environments in the server process (inline or on threads), :mod:`._workers`
+the one that keeps them in worker processes.
 
 Every operation's outcome is its value or its exception, never a raise: the
 caller decides what an exception means for its episode (see
@@ -24,24 +24,22 @@ import anyio
 import anyio.to_thread
 
 from openenv_mcp.environment import Environment
-from openenv_mcp.server._runner import EnvRunner, RunnerOptions
+from openenv_mcp.pipeline import Close, EpisodePipeline, Op, PipelineOptions
 
 __all__ = ["Call", "LocalRef", "LocalRuntime", "Runtime", "run_calls"]
 
 log = logging.getLogger("openenv_mcp.server")
 
-#: One operation: ``(ref, method, args)`` runs ``runner.method(*args)`` where the env lives.
-Call = tuple[Any, str, tuple[Any, ...]]
+#: One operation on one episode: ``(ref, op)`` runs ``op.apply(pipeline)`` where the env lives.
+Call = tuple[Any, Op[Any]]
 
 
-def run_calls(
-    runners: Sequence[EnvRunner], calls: Sequence[tuple[str, tuple[Any, ...]]]
-) -> list[Any]:
-    """Run ``runners[i].method(*args)`` for each call, in turn: each one's value or exception."""
+def run_calls(episodes: Sequence[EpisodePipeline], ops: Sequence[Op[Any]]) -> list[Any]:
+    """Run each operation on its episode, in turn: each one's value or exception."""
     outcomes: list[Any] = []
-    for runner, (method, args) in zip(runners, calls, strict=True):
+    for episode, op in zip(episodes, ops, strict=True):
         try:
-            outcomes.append(getattr(runner, method)(*args))
+            outcomes.append(op.apply(episode))
         except Exception as exc:
             outcomes.append(exc)
     return outcomes
@@ -74,7 +72,7 @@ class Runtime(ABC):
         if self.busy(ref):
             log.warning("an environment is still busy in an abandoned call; leaving it be")
             return
-        (outcome,) = await self.run([(ref, "close", ())])
+        (outcome,) = await self.run([(ref, Close())])
         if isinstance(outcome, Exception):
             log.error("error while closing an environment", exc_info=outcome)
 
@@ -91,7 +89,7 @@ class Runtime(ABC):
 class LocalRef:
     """An environment in this process, and the abandoned call that may still be in it."""
 
-    runner: EnvRunner
+    pipeline: EpisodePipeline
     #: Set when the call last abandoned at its timeout finally returns.
     abandoned: threading.Event | None = None
 
@@ -112,30 +110,30 @@ class LocalRuntime(Runtime):
         *,
         threads: bool,
         call_timeout: float,
-        options: RunnerOptions | None = None,
+        options: PipelineOptions | None = None,
     ) -> None:
         self._make_env = make_env
         self.threads = threads
         self.call_timeout = call_timeout
-        self.options = options or RunnerOptions()
+        self.options = options or PipelineOptions()
         self._abandoned: list[threading.Event] = []
 
     async def create(self, episode_id: str) -> LocalRef:
-        def make() -> EnvRunner:
-            return EnvRunner(self._make_env(), episode_id, self.options)
+        def make() -> EpisodePipeline:
+            return EpisodePipeline(self._make_env(), episode_id, self.options)
 
         if not self.threads:
             return LocalRef(make())
         return LocalRef(await self._on_thread(make, []))
 
     async def run(self, calls: Sequence[Call]) -> list[Any]:
-        runners = [ref.runner for ref, _, _ in calls]
-        work = [(method, args) for _, method, args in calls]
+        episodes = [ref.pipeline for ref, _ in calls]
+        ops = [op for _, op in calls]
         if not self.threads:
-            return run_calls(runners, work)
+            return run_calls(episodes, ops)
         try:
             outcomes: list[Any] = await self._on_thread(
-                lambda: run_calls(runners, work), [c[0] for c in calls]
+                lambda: run_calls(episodes, ops), [ref for ref, _ in calls]
             )
             return outcomes
         except TimeoutError as exc:

@@ -7,17 +7,13 @@ the CLI builds its options from this model, so nothing is said twice.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.codecs import Frames
+from openenv_mcp.server._profile import PROFILES, Profile, ProfileName
 from openenv_mcp.sharding import SHARD_PATTERN
 
-__all__ = ["Profile", "ServerSettings"]
-
-#: Who the server's tools are shaped for (see ``ServerSettings.profile``).
-Profile = Literal["full", "agent"]
+__all__ = ["ServerSettings"]
 
 
 class ServerSettings(BaseModel):
@@ -25,7 +21,7 @@ class ServerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    profile: Profile = Field(
+    profile: ProfileName = Field(
         "full",
         description="full: every tool and frame form (trainers, MCPEnvClient, the "
         "Inspector). agent: for a model in a harness: reset, step, state, the env's own "
@@ -115,3 +111,8 @@ class ServerSettings(BaseModel):
         "sessionless HTTP requests), with the same bytes on the wire; off, every request "
         "goes through FastMCP's stock transports.",
     )
+
+    @property
+    def shape(self) -> Profile:
+        """What :attr:`profile` does (:mod:`._profile`)."""
+        return PROFILES[self.profile]

@@ -42,7 +42,7 @@ from fastmcp import FastMCP
 
 from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
 from openenv_mcp.server._app import EnvApp
-from openenv_mcp.server._catalog import dumps, is_request_id
+from openenv_mcp.server._direct import dumps, is_request_id
 
 __all__ = ["MAX_LINE", "LineConnection", "serve_stdio"]
 

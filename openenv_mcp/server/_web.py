@@ -152,7 +152,7 @@ class WebPage:
         # feed requests in a cookie that no other site's page can send (SameSite).
         token = self.token or ""
         page = self._index.replace("{{token}}", html.escape(token, quote=True))
-        page = page.replace("{{title}}", html.escape(self.app.prototype.title))
+        page = page.replace("{{title}}", html.escape(self.app.spec.title))
         response = Response(
             page, media_type="text/html", headers={**_HEADERS, "cache-control": "no-store"}
         )
@@ -176,7 +176,7 @@ class WebPage:
             {
                 "server": f"openenv-{app.env_cls.name}",
                 "version": __version__,
-                "spec": app.spec(),
+                "spec": app.spec_json(),
                 "instructions": app.instructions(),
                 "recording": self.record_dir is not None,
                 "mcp_path": "/mcp",

@@ -4,16 +4,16 @@ ale-py's emulator holds the GIL while it emulates, so threads cannot step two
 Atari games at once; N worker processes can. Each new episode's environment
 is made in the least loaded worker, and ``step_batch`` sends each worker its
 share of a batch in one message, so one batch runs on several cores. Each
-worker runs whole operations (:class:`~openenv_mcp.server._runner.EnvRunner`:
-parse, step, encode), so only the answer crosses the pipe: a few hundred
-bytes for a zstd Atari frame.
+worker runs whole operations on the episode's pipeline (:mod:`openenv_mcp.pipeline`:
+parse, step, encode), so only the answer crosses the pipe: a few hundred bytes for a
+zstd Atari frame.
 
 The server awaits a worker's answer without blocking its event loop: while one
 worker emulates, calls on other workers' episodes (and every other request)
 go on; calls that queue for a busy worker go to it together, in one message.
 
 A worker is a plain ``python -m openenv_mcp.server._workers`` process that
-imports only the environment and this package's runner: no MCP server stack.
+imports only the environment and the episode pipeline: no MCP server stack.
 It is started when the server is built; its start-up (interpreter, imports,
 the environment's own modules) has its own bound, ``worker_start_timeout``,
 apart from the per-call ``call_timeout``. A worker that dies (or hangs past
@@ -46,7 +46,7 @@ from pydantic import BaseModel
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed
-from openenv_mcp.server._runner import RunnerOptions
+from openenv_mcp.pipeline import Close, Op, PipelineOptions
 from openenv_mcp.server._runtime import Call, Runtime
 
 __all__ = ["WorkerDied", "WorkerRef", "WorkerRuntime"]
@@ -55,9 +55,15 @@ log = logging.getLogger("openenv_mcp.server")
 
 _PICKLE = pickle.HIGHEST_PROTOCOL
 _STOP_GRACE = 5.0
-#: The operation that makes a worker create an environment (args: the episode id and
-#: the frame scale, as :class:`~openenv_mcp.server._runner.EnvRunner` takes them).
-_CREATE = "__create__"
+
+
+@dataclass(frozen=True)
+class _Create(Op[None]):
+    """What makes a worker create an environment and its episode's pipeline (the worker
+    runs it itself: there is no pipeline yet to apply it to)."""
+
+    episode_id: str
+    options: PipelineOptions
 
 
 class WorkerDied(EnvCrashed):
@@ -78,22 +84,22 @@ def _worker_main(fd: int) -> None:
         if main_file:
             _load_main(main_file)
         env_cls, config = pickle.loads(conn.recv_bytes())
-        from openenv_mcp.server._runner import EnvRunner
+        from openenv_mcp.pipeline import EpisodePipeline
     except BaseException:
         with contextlib.suppress(Exception):
             conn.send(("failed", traceback.format_exc(limit=8)))
         return
     conn.send(("ready", time.perf_counter() - started))
-    runners: dict[int, EnvRunner] = {}
+    episodes: dict[int, EpisodePipeline] = {}
 
-    def run(key: int, method: str, args: tuple[Any, ...]) -> tuple[str, Any]:
+    def run(key: int, op: Op[Any]) -> tuple[str, Any]:
         try:
-            if method == _CREATE:
-                runners[key] = EnvRunner(env_cls(config), *args)
+            if isinstance(op, _Create):
+                episodes[key] = EpisodePipeline(env_cls(config), op.episode_id, op.options)
                 return ("ok", None)
-            value = getattr(runners[key], method)(*args)
-            if method == "close":
-                del runners[key]
+            value = op.apply(episodes[key])
+            if isinstance(op, Close):
+                del episodes[key]
             return ("ok", value)
         except Exception as exc:
             return ("err", exc)
@@ -105,16 +111,16 @@ def _worker_main(fd: int) -> None:
             break  # the server is gone
         if message is None:
             break
-        replies = [run(key, method, args) for key, method, args in message]
+        replies = [run(key, op) for key, op in message]
         try:
             conn.send(replies)
         except (EOFError, OSError):
             break
         except Exception:  # something that does not pickle: send what it was instead
             conn.send([_sendable(reply) for reply in replies])
-    for runner in runners.values():
+    for episode in episodes.values():
         with contextlib.suppress(Exception):
-            runner.close()
+            episode.close()
     from openenv_mcp.recording import finish_videos
 
     finish_videos()  # a recorded episode's video, still being written
@@ -143,8 +149,8 @@ def _sendable(reply: tuple[str, Any]) -> tuple[str, Any]:
 
 # -- the server's side --------------------------------------------------------------------------
 
-#: What a worker is sent: ``(environment key, method, args)`` per operation of its share.
-Message = list[tuple[int, str, tuple[Any, ...]]]
+#: What a worker is sent: ``(environment key, operation)`` per operation of its share.
+Message = list[tuple[int, Op[Any]]]
 
 
 def _main_file(env_cls: type[Environment[Any]]) -> str | None:
@@ -347,12 +353,12 @@ class WorkerRuntime(Runtime):
         *,
         call_timeout: float,
         start_timeout: float,
-        options: RunnerOptions | None = None,
+        options: PipelineOptions | None = None,
     ) -> None:
         self.env_cls = env_cls
         self.config = config
         self.call_timeout = call_timeout
-        self.options = options or RunnerOptions()
+        self.options = options or PipelineOptions()
         self.start_timeout = start_timeout
         self._keys = itertools.count()
         self._started = itertools.count()
@@ -371,7 +377,7 @@ class WorkerRuntime(Runtime):
             worker = min(self.workers, key=lambda w: w.environments)
             ref = WorkerRef(worker, next(self._keys))
             worker.environments += 1  # counted at once, so creations meanwhile go elsewhere
-            (outcome,) = await self.run([(ref, _CREATE, (episode_id, self.options))])
+            (outcome,) = await self.run([(ref, _Create(episode_id, self.options))])
             if outcome is None:
                 return ref
             worker.environments -= 1
@@ -392,12 +398,12 @@ class WorkerRuntime(Runtime):
         outcomes: list[Any] = [None] * len(calls)
         #: Per worker: the calls' indices and the message that runs them there.
         shares: dict[int, tuple[_Worker, list[int], Message]] = {}
-        for index, (ref, method, args) in enumerate(calls):
+        for index, (ref, op) in enumerate(calls):
             worker = ref.worker
             if not worker.alive:  # closing an env that went with its worker: done
                 outcomes[index] = (
                     None
-                    if method == "close"
+                    if isinstance(op, Close)
                     else WorkerDied(
                         "the worker process holding this environment died; reset to get a new one"
                     )
@@ -405,7 +411,7 @@ class WorkerRuntime(Runtime):
                 continue
             _, indices, message = shares.setdefault(id(worker), (worker, [], []))
             indices.append(index)
-            message.append((ref.key, method, args))
+            message.append((ref.key, op))
 
         async def run_share(worker: _Worker, indices: list[int], message: Message) -> None:
             try:
@@ -416,7 +422,7 @@ class WorkerRuntime(Runtime):
                 return
             for i, (kind, value) in zip(indices, replies, strict=True):
                 outcomes[i] = value
-                if kind == "ok" and calls[i][1] == "close":
+                if kind == "ok" and isinstance(calls[i][1], Close):
                     worker.environments -= 1
 
         if len(shares) == 1:
@@ -434,4 +440,8 @@ class WorkerRuntime(Runtime):
 
 
 if __name__ == "__main__":
-    _worker_main(int(sys.argv[1]))
+    # Run as the module proper, not as __main__: the operations the server pickles name
+    # this module's classes (_Create), and isinstance must find the same ones.
+    from openenv_mcp.server._workers import _worker_main as main
+
+    main(int(sys.argv[1]))

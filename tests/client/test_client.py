@@ -46,7 +46,7 @@ async def test_spec_and_spaces_before_reset(transport: str) -> None:
     with anyio.fail_after(WAIT), serve_target(transport) as target:
         async with MCPEnvClient(target) as env:
             assert env.env_name == "echo" and env.episode_id is None
-            assert env.actions is None and env.spec.supports_snapshots
+            assert env.actions is None and env.server_spec.supports_snapshots
             assert env.action_space.contains("any message, with spaces & ünïcode")
             assert not env.action_space.contains(3)
             assert env.observation_space.contains("")
@@ -195,7 +195,7 @@ async def test_env_tools(transport: str) -> None:
 async def test_render_returns_a_writable_frame(transport: str) -> None:
     with anyio.fail_after(WAIT), serve_target(transport, "echo", "--frame") as target:
         async with MCPEnvClient(target) as env:
-            assert env.spec.has_frame
+            assert env.server_spec.has_frame
             await env.reset(options={"greeting": "abc"})
             frame = await env.render()
             assert isinstance(frame, np.ndarray)
@@ -227,7 +227,7 @@ async def test_a_command_string_is_split_like_a_shell() -> None:
     command = " ".join([*CLI, "serve", "echo", "--max-steps", "'2'"])
     with anyio.fail_after(WAIT):
         async with MCPEnvClient(command) as env:
-            assert env.spec.config["max_steps"] == 2
+            assert env.server_spec.config["max_steps"] == 2
 
 
 @pytest.mark.integration

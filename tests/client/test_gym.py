@@ -104,7 +104,7 @@ def test_gymnasium_make_through_the_spec() -> None:
                 made.step("x")
             made.reset(seed=1)
             assert made.step("ab")[0] == "ab"
-            assert made.unwrapped.client.spec.config["max_steps"] == 2
+            assert made.unwrapped.client.server_spec.config["max_steps"] == 2
         finally:
             made.close()
     finally:
@@ -173,8 +173,13 @@ def test_continuous_and_structured_spaces_pass_check_env(env_id: str, transport:
 def test_json_observations_get_an_honest_space() -> None:
     space = JsonSpace()
     assert space.contains({"a": [1, 2.5, None, "x", True]}) and not space.contains(object())
-    with pytest.raises(NotImplementedError):
-        space.sample()
+    assert isinstance(space.sample(), str)  # any JSON value: a short string
+    held = JsonSpace("a count", {"type": "integer", "minimum": 0, "maximum": 3})
+    held.seed(0)
+    assert {held.sample() for _ in range(40)} == {0, 1, 2, 3}
+    assert not held.contains(4) and held.contains(2)
+    with pytest.raises(NotImplementedError, match="cannot draw"):
+        JsonSpace("opaque", {"not": {"type": "string"}}).sample()
 
 
 @pytest.mark.integration

@@ -224,7 +224,6 @@ async def test_actions_by_name_index_and_action_tools() -> None:
             "id": 4,
             "name": "RIGHTFIRE",
             "meaning": "move right and shoot",
-            "description": "RIGHTFIRE: move right and shoot",
         }
         await call(client, "reset", seed=1)
         assert (await call(client, "step", action="rightfire")).structured_content["step"] == 1

@@ -15,6 +15,7 @@ import pytest
 
 from atari_env import AtariConfig, AtariEmulator, AtariEnv, list_games
 from atari_env._games import GAMES
+from openenv_mcp.narration import narration_of
 from tests.envs.atari_checks import CHECKS
 
 FRAMESKIP = 4
@@ -110,7 +111,8 @@ def test_each_described_game_is_the_emulators(game: str) -> None:
         # The model is told this game's meanings, not the controller's.
         assert env.action_set is not None
         assert [a.meaning for a in env.action_set] == list(info.actions.values())
-        assert info.summary in env.instructions() and info.start in env.instructions()
+        rules = narration_of(env).instructions()
+        assert info.summary in rules and info.start in rules
     finally:
         env.close()
 

@@ -28,12 +28,14 @@ from chess_env import BuiltinEngine, ChessConfig, ChessEnv, StockfishEngine, fin
 from chess_env._render import BOARD_PIXELS, draw_board
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.codecs import png_from_b64
+from openenv_mcp.environment import contract_problems, parse_options
 from openenv_mcp.errors import (
     ArgumentError,
     DependencyNotInstalled,
     InvalidAction,
     UnsupportedOption,
 )
+from openenv_mcp.narration import narration_of
 from openenv_mcp.options import make_config
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.testing import check_env
@@ -143,7 +145,7 @@ def test_auto_without_stockfish_plays_the_builtin_engine(monkeypatch: pytest.Mon
     env = make(opponent="engine", engine="auto", depth=9)
     assert env.engine_kind == "builtin"
     assert isinstance(env.opponent, BuiltinEngine) and env.opponent.depth == 3
-    assert "built-in engine" in env.title
+    assert "built-in engine" in narration_of(env).title
 
 
 def test_agent_profile_has_four_tools_and_no_move_tools() -> None:
@@ -267,7 +269,7 @@ def test_fools_mate_in_self_play_rewards_the_mating_side() -> None:
     assert last.reward == 1.0 and not last.truncated
     assert (last.info["result"], last.info["termination"]) == ("0-1", "checkmate")
     assert last.info["legal_moves"] == []
-    events = env.step_events(results[-2].info, last)
+    events = narration_of(env).step_events(results[-2].info, last)
     assert "Checkmate: Black wins" in events
 
 
@@ -279,7 +281,7 @@ def test_fools_mate_against_an_engine_is_a_loss() -> None:
     result = env.step(env.parse_action("g4"))
     assert result.terminated and result.reward == -1.0
     assert (result.info["reply_san"], result.info["result"]) == ("Qh4#", "0-1")
-    assert "Checkmate: you lose" in env.step_events(info, result)
+    assert "Checkmate: you lose" in narration_of(env).step_events(info, result)
 
 
 def test_the_agent_mating_wins() -> None:
@@ -307,7 +309,7 @@ def test_draws_end_the_game(fen: str, move: str, termination: str, opponent: str
     assert result.terminated and not result.truncated and result.reward == 0.0
     assert (result.info["result"], result.info["termination"]) == ("1/2-1/2", termination)
     assert result.info["reply"] == ""  # the game ended before the opponent's turn
-    assert f"Draw by {termination.replace('_', ' ')}" in env.step_events({}, result)
+    assert f"Draw by {termination.replace('_', ' ')}" in narration_of(env).step_events({}, result)
 
 
 def test_threefold_repetition_ends_the_game_unless_draws_are_not_claimed() -> None:
@@ -331,20 +333,43 @@ def test_threefold_repetition_ends_the_game_unless_draws_are_not_claimed() -> No
         ({"fen": "not a fen"}, "is not a FEN"),
         ({"fen": "8/8/8/8/8/8/8/8 w - - 0 1"}, "is not a legal position: no white king"),
         ({"fen": "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"}, "the game is already over there (stalemate)"),
-        ({"fen": 42}, "must be a FEN string"),
-        ({"color": "green"}, "option 'color' must be 'white', 'black' or 'random'"),
+        ({"fen": 42}, "option 'fen': Input should be a valid string"),
+        ({"fen": "8/" * 65}, "option 'fen': String should have at most 128 characters"),
+        ({"color": "green"}, "option 'color': Input should be 'white', 'black' or 'random'"),
         ({"colour": "white"}, "Did you mean 'color'?"),
     ],
 )
 def test_bad_reset_options_are_refused(options: dict[str, Any], words: str) -> None:
+    """Types and names are checked against ``Options`` before reset (as the server does);
+    what only a board can tell (a FEN's legality), by reset."""
     env = make(opponent="random")
     env.reset(seed=0)
     env.step(env.parse_action("e4"))
     before = env.snapshot()
     with pytest.raises(UnsupportedOption) as caught:
-        env.reset(seed=1, options=options)
+        env.reset(seed=1, options=parse_options(env, options))
     assert words in str(caught.value)
     assert env.snapshot() == before  # a refused reset changes nothing
+
+
+def test_options_are_declared_and_pass_only_what_was_set() -> None:
+    env = make(opponent="random", color="black")
+    assert not contract_problems(env)
+    assert parse_options(env, {"color": "white"}) == {"color": "white"}
+    assert env.reset(seed=0, options=parse_options(env, {}))[1]["you"] == "black"
+    assert env.reset(seed=0, options={"color": "white"})[1]["you"] == "white"
+
+
+def test_an_unseeded_reset_continues_the_stream() -> None:
+    """reset(seed=None) goes on with the env's own generator (Gymnasium's meaning): the
+    same as the episodes after one seeded reset, not a fresh draw."""
+    a, b = make(opponent="random", color="random"), make(opponent="random", color="random")
+    a.reset(seed=3)
+    b.reset(seed=3)
+    for _ in range(6):
+        assert a.reset()[1]["you"] == b.reset()[1]["you"]
+    colours = {a.reset()[1]["you"] for _ in range(20)}
+    assert colours == {"white", "black"}  # the stream moves on between resets
 
 
 def test_colour_per_episode_and_the_opponent_opens_for_a_black_agent() -> None:
@@ -422,7 +447,7 @@ def test_text_diagram_and_fen() -> None:
     env.reset(seed=0)
     result = env.step(env.parse_action("e4"))
     text = result.info["text"]
-    assert text == env.observation_text(result.observation)
+    assert text == narration_of(env).observation_text(result.observation)
     lines = text.splitlines()
     assert lines[0] == "Black to move, last move e2e4."
     assert lines[1] == "8 r n b q k b n r" and lines[5] == "4 . . . . P . . ."

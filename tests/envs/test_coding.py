@@ -26,12 +26,14 @@ from coding_env._files import check_path, list_files, write_file
 from coding_env._sandbox import UID_BASE, UID_SPAN
 from coding_env._tasks import same_value
 from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.environment import parse_options
 from openenv_mcp.errors import (
     ArgumentError,
     DependencyNotInstalled,
     InvalidAction,
     UnsupportedOption,
 )
+from openenv_mcp.narration import narration_of
 from openenv_mcp.options import parse_cli_options
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.testing import check_env
@@ -462,7 +464,7 @@ def test_quota_empties_an_overgrown_directory(envs: dict[str, CodingEnv]) -> Non
     result = env.step(
         env.parse_action("for i in range(4):\n    open(f'f{i}', 'wb').write(b'x' * 900_000)\n")
     )
-    events = env.step_events({}, result)
+    events = narration_of(env).step_events({}, result)
     assert any("past its 2 MiB quota: it was emptied" in e for e in events)
     assert result.info["files"] == []
 
@@ -567,9 +569,9 @@ def test_bad_actions_and_options_fail_clearly(envs: dict[str, CodingEnv]) -> Non
         with pytest.raises(InvalidAction, match=message):
             env.parse_action(action)
     with pytest.raises(UnsupportedOption, match="Did you mean 'fizzbuzz'"):
-        env.reset(options={"task": "fizbuzz"})
+        env.reset(options=parse_options(env, {"task": "fizbuzz"}))
     with pytest.raises(UnsupportedOption, match="cannot be set per episode"):
-        env.reset(options={"level": 2})
+        parse_options(env, {"level": 2})
     with pytest.raises(ArgumentError, match="Did you mean"):
         CodingEnv(CodingConfig(task="two_summ"))
 
@@ -644,14 +646,14 @@ def test_the_fallback_is_stated(
         env = CodingEnv(CodingConfig(sandbox="auto"))
     assert env.sandbox.mode == "rlimits"
     assert "NO filesystem, PID or network isolation" in caplog.text
-    assert "WARNING: sandbox: falling back to rlimits only" in env.instructions()
+    assert "WARNING: sandbox: falling back to rlimits only" in narration_of(env).instructions()
     assert (
         env.metadata()["sandbox"] == "rlimits"
         and "falling back" in env.metadata()["sandbox_warning"]
     )
     strong = CodingEnv(CodingConfig())
     monkeypatch.undo()
-    assert "WARNING" not in CodingEnv(CodingConfig()).instructions()
+    assert "WARNING" not in narration_of(CodingEnv(CodingConfig())).instructions()
     assert strong.metadata()["sandbox_warning"] is not None  # built while bwrap was "missing"
 
 

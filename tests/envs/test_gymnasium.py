@@ -24,14 +24,17 @@ from openenv_mcp.cli import app, parse_env_options
 from openenv_mcp.client import MCPEnvClient, MCPGymEnv
 from openenv_mcp.codecs import png_from_b64
 from openenv_mcp.codecs import to_jsonable as to_json
+from openenv_mcp.environment import contract_problems, has_frame, parse_options
 from openenv_mcp.errors import (
     ArgumentError,
     DependencyNotInstalled,
     InvalidAction,
     UnsupportedOption,
 )
+from openenv_mcp.narration import narration_of
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import build_server
+from openenv_mcp.spec import EnvSpec, action_schema, model_properties
 from tests.servers import stdio_transport
 
 TEST_ID = "OpenenvTest/Spaces-v0"
@@ -202,7 +205,7 @@ def test_discrete_start_is_honoured() -> None:
 def test_box_actions_parse_with_clear_errors() -> None:
     env = make("Pendulum-v1", render=False)
     assert env.action_set is None
-    schema = env.action_schema()
+    schema = action_schema(env)
     assert schema["type"] == "array" and schema["items"]["maximum"] == 2.0
     assert env.action_space == spaces.Box(-2.0, 2.0, (1,), np.float32)
     env.reset(seed=0)
@@ -228,7 +231,7 @@ def test_blackjack_observation_space_and_words() -> None:
     assert env.observation_space == spaces.Tuple(
         (spaces.Discrete(32), spaces.Discrete(11), spaces.Discrete(2))
     )
-    assert env.has_frame and "usable ace" in env.metadata()["observation"]
+    assert has_frame(env) and "usable ace" in env.metadata()["observation"]
     obs, info = env.reset(seed=3)
     assert env.observation_space.contains(obs) and isinstance(obs, tuple)
     player, _dealer, ace = obs
@@ -263,7 +266,7 @@ def test_array_observations_keep_shape_and_bounds() -> None:
     env = make("CartPole-v1", render=False)
     space = env.observation_space
     assert isinstance(space, spaces.Box) and (space.shape, space.dtype) == ((4,), np.float32)
-    assert not env.has_frame
+    assert not has_frame(env)
     obs, _ = env.reset(seed=0)
     assert isinstance(obs, np.ndarray) and obs.dtype == np.float32
     assert env.render() is None
@@ -310,7 +313,7 @@ def test_missing_pygame_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -
 # -- seeds, options, snapshots -----------------------------------------------------------------
 
 
-def rollout(env: GymnasiumEnv, seed: int, actions: list[Any]) -> list[Any]:
+def rollout(env: GymnasiumEnv, seed: int | None, actions: list[Any]) -> list[Any]:
     obs, _ = env.reset(seed=seed)
     seen = [to_json(obs)]
     for action in actions:
@@ -340,17 +343,54 @@ def test_seeds_reproduce_episodes(id: str, kwargs: str, actions: list[str]) -> N
 
 
 def test_reset_options_pass_through_or_are_refused() -> None:
+    """Options are checked against the env's Options (as the server does before reset),
+    then passed to Gymnasium's reset as given."""
     env = make("CartPole-v1", render=False)
-    assert set(env.reset_options_schema()) == {"low", "high"}
-    obs, _ = env.reset(seed=0, options={"low": 0.2, "high": 0.21})
+    assert set(model_properties(env.Options)) == {"low", "high"}
+    obs, _ = env.reset(seed=0, options=parse_options(env, {"low": 0.2, "high": 0.21}))
     assert np.all((obs >= 0.2) & (obs <= 0.21))
+    obs, _ = env.reset(seed=0, options=parse_options(env, {"low": 0}))
+    assert np.all((obs >= 0) & (obs <= 0.05))  # an integer is a number; high: the default
+    with pytest.raises(UnsupportedOption, match=r"option 'high': Input should be a valid number"):
+        parse_options(env, {"high": None})
     with pytest.raises(UnsupportedOption, match=r"'lo'.*Did you mean 'low'"):
-        env.reset(seed=0, options={"lo": 1})
+        parse_options(env, {"lo": 1})
+    with pytest.raises(UnsupportedOption, match=r"option 'low': Input should be a valid number"):
+        parse_options(env, {"low": "0.2"})
     env.close()
+    pendulum = make("Pendulum-v1", render=False)
+    assert set(EnvSpec.of(pendulum).options) == {"x_init", "y_init"}
+    pendulum.close()
     blackjack = make("Blackjack-v1", render=False)
+    assert blackjack.Options is None
     with pytest.raises(UnsupportedOption, match="Per-episode options: none"):
-        blackjack.reset(options={"natural": True})
+        parse_options(blackjack, {"natural": True})
     blackjack.close()
+
+
+@pytest.mark.parametrize("id", ["Blackjack-v1", "CartPole-v1", "FrozenLake-v1", TEST_ID])
+def test_an_unseeded_reset_continues_the_stream(id: str) -> None:
+    """reset(seed=None) goes on with the environment's own np_random (Gymnasium's meaning):
+    after the same seeded reset, two instances start the same unseeded episodes."""
+    kwargs = "is_slippery=true" if id.startswith("FrozenLake") else ""
+    a, b = make(id, kwargs=kwargs, render=False), make(id, kwargs=kwargs, render=False)
+    assert not contract_problems(a)
+    action = a.action_set.names[-1] if a.action_set else None
+    for env in (a, b):
+        env.reset(seed=7)
+    for _ in range(4):
+        assert rollout(a, None, [action] * 4) == rollout(b, None, [action] * 4)
+    a.close()
+    b.close()
+
+
+def test_narration_titles_and_words() -> None:
+    env = make("CartPole-v1", render=False)
+    obs, info = env.reset(seed=0)
+    narration = narration_of(env)
+    assert narration.title == "Gymnasium CartPole-v1" == EnvSpec.of(env).title
+    assert narration.observation_text(obs) == info["text"]
+    env.close()
 
 
 @needs_pygame
@@ -452,3 +492,22 @@ async def test_serve_gymnasium_over_stdio_with_kwargs() -> None:
             assert last.structured_content is not None
             assert last.structured_content["reward"] == 1.0
             assert last.structured_content["terminated"] is True
+
+
+def test_an_advisory_mask_is_passed_on_not_enforced() -> None:
+    """Taxi's info["action_mask"] says which actions change the state; a masked action is
+    a legal, penalised step in Gymnasium, so it must be one through MCP too."""
+    reference = gymnasium.make("Taxi-v4")
+    env = MCPGymEnv(build_server("gymnasium", id="Taxi-v4"))
+    try:
+        _, info = reference.reset(seed=3)
+        _, served_info = env.reset(seed=3)
+        assert list(served_info["action_mask"]) == list(info["action_mask"])
+        pickup = 4
+        assert not info["action_mask"][pickup]  # no passenger here: masked
+        expected = reference.step(pickup)
+        got = env.step(pickup)
+        assert got[1] == expected[1] == -10 and got[2:4] == expected[2:4]
+    finally:
+        env.close()
+        reference.close()

@@ -27,9 +27,13 @@ from typer.testing import CliRunner
 
 from openenv_mcp.cli import app
 from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.environment import contract_problems, parse_options
 from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded, UnsupportedOption
+from openenv_mcp.narration import narration_of
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp.spaces import NamedDiscrete
+from openenv_mcp.spec import EnvSpec
 from openenv_mcp.testing import check_env
 from openspiel_env import OpenSpielConfig, OpenSpielEnv, list_games, unsupported_games
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
@@ -166,8 +170,10 @@ def test_agent_seat() -> None:
     seats = {make("kuhn_poker", player="random").reset(seed=s)[1]["player"] for s in range(8)}
     assert seats == {0, 1}
     assert env.reset(seed=0, options={"player": 0})[1]["player"] == 0
-    with pytest.raises(UnsupportedOption, match="seat 0-1"):
-        env.reset(options={"player": 2})
+    with pytest.raises(UnsupportedOption, match=r"option 'player'.* less than or equal to 1"):
+        env.reset(options=parse_options(env, {"player": 2}))
+    with pytest.raises(UnsupportedOption, match="Did you mean 'player'"):
+        parse_options(env, {"players": 1})
     with pytest.raises(ArgumentError, match="choose 0-1"):
         make("tic_tac_toe", player=2)
 
@@ -207,12 +213,32 @@ def test_snapshots_restore_state_and_generators() -> None:
     for _ in range(3):
         info = env.step(env.parse_action(info["legal_actions"][0])).info
     saved = pickle.loads(pickle.dumps(env.snapshot()))
-    tail = [env.step(env.parse_action(a)).info["moves"] for a in [env._legal()[0][0]]]
+    tail = [env.step(env.parse_action(a)).info["moves"] for a in [env.legal()[0][0]]]
     other = make("backgammon", opponent="random")
     other.restore(saved)
-    assert [other.step(other.parse_action(a)).info["moves"] for a in [other._legal()[0][0]]] == tail
+    assert [other.step(other.parse_action(a)).info["moves"] for a in [other.legal()[0][0]]] == tail
     with pytest.raises(UnsupportedOption, match="snapshot is of"):
         make("kuhn_poker").restore(saved)
+
+
+def test_an_unseeded_reset_continues_every_stream() -> None:
+    """reset(seed=None) goes on with the env's own generators (Gymnasium's meaning): chance,
+    the opponents and a random seat move on from the last seeded reset, not from fresh
+    entropy."""
+    a, b = make("kuhn_poker", player="random"), make("kuhn_poker", player="random")
+    a.reset(seed=4)
+    b.reset(seed=4)
+    episodes = []
+    for _ in range(8):
+        (_, first), (_, second) = a.reset(), b.reset()
+        assert (first["player"], first["text"]) == (second["player"], second["text"])
+        episodes.append((first["player"], first["text"]))
+    assert len(set(episodes)) > 1  # the streams move on between resets
+    # a snapshot carries them too: an unseeded reset after a restore replays
+    saved = a.snapshot()
+    after = a.reset()[1]
+    b.restore(saved)
+    assert b.reset()[1] == after
 
 
 def test_imperfect_information_stays_hidden() -> None:
@@ -232,7 +258,16 @@ def test_imperfect_information_stays_hidden() -> None:
 
 def test_actions_by_id_and_by_name() -> None:
     env = make("tic_tac_toe", opponent="first_legal")
+    assert isinstance(env.action_space, NamedDiscrete) and env.action_space.n == 9
+    assert not contract_problems(env)
+    schema = EnvSpec.of(env).action_schema
+    assert schema["anyOf"][0] == {"type": "integer", "minimum": 0, "maximum": 8}
+    assert schema["anyOf"][1]["type"] == "string"
+    assert schema["description"].startswith("A legal action of the current turn, by id")
+    narration = narration_of(env)
+    assert narration.action_name(4) is None  # no state before the first reset
     env.reset(seed=0)
+    assert narration.action_name(4) == "x(1,1)"
     assert env.parse_action("x(1,1)") == 4 and env.parse_action(" X(1,1) ") == 4
     assert env.parse_action("4") == 4 and env.parse_action(np.int64(4)) == 4
     bg = make("backgammon")
@@ -312,10 +347,10 @@ def test_metadata_and_describe_list_the_games() -> None:
 
 
 def test_instructions_name_the_rules_seat_and_opponent() -> None:
-    text = make("kuhn_poker", opponent="mcts", mcts_simulations=SIMS).instructions()
+    text = narration_of(make("kuhn_poker", opponent="mcts", mcts_simulations=SIMS)).instructions()
     assert "Kuhn poker" in text and "you are player 0" in text and "tree search" in text
     assert "imperfect" in text and "sampled by the environment" in text
-    assert "legal_actions" in make("2048").instructions()
+    assert "legal_actions" in narration_of(make("2048")).instructions()
 
 
 @pytest.mark.integration
@@ -323,7 +358,7 @@ def test_instructions_name_the_rules_seat_and_opponent() -> None:
 def test_every_served_game_plays_by_name(game: str) -> None:
     env = make(game)
     obs, info = env.reset(seed=0)
-    assert env.observation_space.contains(obs) and env.observation_text(obs)
+    assert env.observation_space.contains(obs) and narration_of(env).observation_text(obs)
     for i in range(12):
         result = env.step(
             env.parse_action(info["legal_action_names"][i % len(info["legal_actions"])])
@@ -365,8 +400,13 @@ def test_a_seeded_game_in_memory_through_mcpenvclient() -> None:
         assert obs.shape == (3, 3, 3) and list(info["action_mask"]) == [1] * 9
         legal = client.call("legal_actions")
         assert legal["actions"][4] == {"id": 4, "name": "x(1,1)"}
+        assert legal == {"actions": [{"id": i, "name": f"x({i // 3},{i % 3})"} for i in range(9)]}
         for action in ["x(0,1)", 4, "x(2,1)"]:  # o answers (0,0), (0,2), then loses
             obs, reward, terminated, _, info = client.step(action)
+            if action == "x(0,1)":  # the legal actions of this turn only, named by the state
+                listed = client.call("legal_actions")["actions"]
+                assert [a["id"] for a in listed] == [2, 3, 4, 5, 6, 7, 8]
+                assert listed[0] == {"id": 2, "name": "x(0,2)"}
         assert terminated and reward == 1.0 and info["returns"] == [1.0, -1.0]
         with pytest.raises(ResetNeeded):
             client.step(0)

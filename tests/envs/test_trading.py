@@ -23,8 +23,11 @@ from hypothesis import strategies as st
 
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.codecs import encode_raw, png_from_b64
+from openenv_mcp.environment import contract_problems, parse_options
 from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded, UnsupportedOption
+from openenv_mcp.narration import narration_of
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp.spec import EnvSpec, model_properties
 from openenv_mcp.testing import check_env
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, json_values, run_case
 from tests.servers import ROOT, http_server, stdio_command
@@ -265,10 +268,54 @@ def test_start_option_picks_the_first_day() -> None:
     for bad in ("2030-01-01", "yesterday", "5", 10_000, 2.5):
         with pytest.raises(UnsupportedOption, match="option 'start' must be"):
             env.reset(seed=0, options={"start": bad})
-    with pytest.raises(UnsupportedOption, match="per episode"):
-        env.reset(seed=0, options={"begin": "2022-01-01"})
+    # what the server checks before reset: the name and the type (a string, as declared)
+    with pytest.raises(UnsupportedOption, match=r"per episode.*Did you mean 'start'"):
+        parse_options(env, {"stat": "2022-01-01"})
+    with pytest.raises(UnsupportedOption, match="option 'start': Input should be a valid string"):
+        parse_options(env, {"start": 70})
+    assert parse_options(env, {"start": "2022-01-01"}) == {"start": "2022-01-01"}
+    synthetic = make(data="synthetic")
+    assert synthetic.Options is None and EnvSpec.of(synthetic).options == {}
+    with pytest.raises(UnsupportedOption, match="Per-episode options: none"):
+        parse_options(synthetic, {"start": "2021-03-01"})
     with pytest.raises(UnsupportedOption, match="synthetic"):
-        make(data="synthetic").reset(seed=0, options={"start": "2021-03-01"})
+        synthetic.reset(seed=0, options={"start": "2021-03-01"})
+
+
+def test_declarations() -> None:
+    env = make()
+    assert not contract_problems(env)
+    spec = EnvSpec.of(env)
+    assert spec.title == "Trading (5 assets, sample data)" and spec.has_frame
+    assert spec.supports_snapshots and spec.serving.inline and not spec.serving.action_tools
+    assert set(spec.options) == {"start"}
+    assert "from 2021-02-01 to " in spec.options["start"]["description"]
+    info = model_properties(env.Info)
+    assert info["return"] == {"type": "number", "description": "value / starting cash - 1."}
+    assert info["weights"]["additionalProperties"] == {"type": "number"}
+    schema = spec.action_schema
+    assert (schema["type"], schema["minItems"], schema["maxItems"]) == ("array", 5, 5)
+    assert schema["description"].startswith(
+        "Target weights, one per asset in this order: ALPH, BRVO, CHRL, DLTA, ECHO;"
+    )
+
+
+def test_an_unseeded_reset_continues_the_stream() -> None:
+    """reset(seed=None) goes on with the env's own generator (Gymnasium's meaning): after
+    the same seeded reset, two envs draw the same first days; a refused reset draws none."""
+    for data in ("sample", "synthetic"):
+        a, b = make(data=data, window=5), make(data=data, window=5)
+        a.reset(seed=6)
+        b.reset(seed=6)
+        if data == "sample":
+            with pytest.raises(UnsupportedOption):
+                a.reset(options={"start": "yesterday"})
+        days = []
+        for _ in range(5):
+            (_, first), (_, second) = a.reset(), b.reset()
+            assert (first["date"], first["prices"]) == (second["date"], second["prices"])
+            days.append((first["date"], first["prices"]["ALPH"]))
+        assert len(set(days)) > 1, data
 
 
 def write_csv(path: Path, assets: int = 3, days: int = 90, **renames: str) -> Path:
@@ -283,7 +330,7 @@ def test_a_csv_of_your_own(tmp_path: Path) -> None:
     assert env.tickers == ("ALPH", "BRVO", "CHRL") and env.action_space.shape == (3,)
     _, info = env.reset(seed=1)
     r = env.step(env.parse_action([0.5, 0.5, 0]))
-    assert r.info["value"] != 100_000.0 and "CSV prices.csv" in env.instructions()
+    assert r.info["value"] != 100_000.0 and "CSV prices.csv" in narration_of(env).instructions()
     # FinRL's column names (tic), any case, only the required columns
     frame = generate_prices(np.random.default_rng(5), 2, 60)[["date", "ticker", "close"]]
     finrl = tmp_path / "finrl.csv"
@@ -381,7 +428,7 @@ def test_snapshots_restore_the_whole_portfolio_and_pickle(data: str) -> None:
 
 def test_instructions_and_observation_text() -> None:
     env = make()
-    text = env.instructions()
+    text = narration_of(env).instructions()
     for words in (
         "ALPH, BRVO, CHRL, DLTA, ECHO",
         "[-1, 1]",
@@ -392,12 +439,12 @@ def test_instructions_and_observation_text() -> None:
         "portfolio",
     ):
         assert words in text, words
-    assert "clipped to 0 (long-only)" in make(long_only=True).instructions()
+    assert "clipped to 0 (long-only)" in narration_of(make(long_only=True)).instructions()
     obs, _ = env.reset(seed=0)
-    first = env.observation_text(obs)
+    first = narration_of(env).observation_text(obs)
     assert first is not None and "value 100,000.00 (+0.00%)" in first
     r = env.step(env.parse_action(EQUAL))
-    words = env.observation_text(r.observation)
+    words = narration_of(env).observation_text(r.observation)
     assert words is not None and len(words) <= 300
     assert all(t in words for t in TICKERS) and "day 1/60" in words and "20%" in words
 

@@ -38,6 +38,7 @@ from fastmcp import FastMCP
 from openenv_mcp.bench import _children
 from openenv_mcp.client import Episode, MCPEnvClient, step_batch
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed, InvalidAction
+from openenv_mcp.pipeline import CallTool, Look, Op, Step
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from openenv_mcp.server._workers import WorkerRef
 from tests import door_env, faulty_env
@@ -239,14 +240,14 @@ async def test_of_calls_queued_together_one_that_cannot_be_sent_fails_alone() ->
             ref = app.table.episodes[env.episode_id].ref  # type: ignore[index]
             outcomes: dict[str, Any] = {}
 
-            async def run(name: str, method: str, *args: Any) -> None:
-                (outcomes[name],) = await app.runtime.run([(ref, method, args)])
+            async def run(name: str, op: Op[Any]) -> None:
+                (outcomes[name],) = await app.runtime.run([(ref, op)])
 
             async with anyio.create_task_group() as group:
-                group.start_soon(run, "busy", "step", "sleep:1", "none")
+                group.start_soon(run, "busy", Step("sleep:1", "none"))
                 await anyio.sleep(0.1)  # the worker is busy: the next two queue together
-                group.start_soon(run, "unsendable", "state", lambda: None)
-                group.start_soon(run, "fine", "state", "none")
+                group.start_soon(run, "unsendable", CallTool("x", {"f": lambda: None}))
+                group.start_soon(run, "fine", Look("none"))
             busy = outcomes["busy"]
             assert busy.view["observation"] == "sleep:1" and busy.view["reward"] == 1.0
             assert isinstance(outcomes["unsendable"], Exception)
@@ -294,7 +295,7 @@ async def test_a_worker_start_is_not_held_to_the_call_timeout() -> None:
     timeout shorter than that bounds calls, not the start (once: "internal error")."""
     with anyio.fail_after(WAIT):
         async with (
-            served("atari", 1, game="pong", call_timeout=0.3) as server,
+            served("atari", 1, game="pong", call_timeout=1.0) as server,
             MCPEnvClient(server) as env,
         ):
             obs, info = await env.reset(seed=0)

@@ -1,0 +1,94 @@
+"""What a model reads of an environment: an optional facet of the contract.
+
+A trainer needs none of this; a model playing through an agent harness reads
+it in every answer. An environment declares its narration as a class::
+
+    class CorridorNarration(Narration["CorridorEnv"]):
+        @property
+        def title(self) -> str:
+            return "Corridor"
+
+        def instructions(self) -> str:
+            return "Reach the goal cell: LEFT and RIGHT move, STAY waits."
+
+        def observation_text(self, observation: Any) -> str | None:
+            return f"you are at {observation[0]}, the goal at {observation[1]}"
+
+    class CorridorEnv(Environment[CorridorConfig]):
+        narration = CorridorNarration
+
+The server makes one per environment instance (``narration_of(env)``), where
+that environment lives. Without one, the defaults apply: the env's name as the
+title, its description as the rules, no events beyond what the server tells
+itself (a life lost, the episode's end).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from openenv_mcp.environment import Environment, StepResult
+
+__all__ = ["Narration", "narration_of"]
+
+EnvT = TypeVar("EnvT", bound="Environment[Any]")
+
+
+class Narration(Generic[EnvT]):
+    """The words for a model about one environment instance (``self.env``).
+
+    Every method has a default; override what the game needs.
+    """
+
+    def __init__(self, env: EnvT) -> None:
+        self.env = env
+
+    @property
+    def title(self) -> str:
+        """What is being served, for people and models (``"Atari Breakout"``)."""
+        return self.env.name
+
+    def instructions(self) -> str:
+        """What a model needs to play: what this is, the goal, how to start, how to act.
+
+        Served as the MCP server's instructions, the ``play`` prompt and the
+        ``openenv://ENV/rules`` resource; its gist also opens the first ``reset``
+        answer, since many harnesses never show a server's instructions.
+        """
+        return self.env.description
+
+    def action_description(self) -> str:
+        """What ``step``'s ``action`` argument is, for a model reading the tool."""
+        return ""
+
+    def observation_text(self, observation: Any) -> str | None:
+        """The observation in words, for the text a model reads.
+
+        ``None`` (the default) shows an observation that is not an array as its
+        ``repr``, and an array not at all (its frame is the image).
+        """
+        return None
+
+    def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
+        """What happened in a step, in words, beyond what the server tells itself
+        (rewards, ``info["lives"]`` going down, the episode's end).
+
+        Args:
+            info_before: the info of the step (or reset) before this one.
+            result: this step's result.
+        """
+        return []
+
+    def action_name(self, action: int) -> str | None:
+        """The name of a discrete action in the current state (the ``legal_actions``
+        tool's answer), where the action set has no fixed names; ``None``: unnamed."""
+        actions = self.env.action_set
+        return actions.by_id(action).name if actions is not None else None
+
+
+def narration_of(env: Environment[Any]) -> Narration[Any]:
+    """The narration of an environment instance (its declared class, or the defaults)."""
+    cls = type(env).narration or Narration
+    narration: Narration[Any] = cls(env)
+    return narration

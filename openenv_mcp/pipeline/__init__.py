@@ -1,0 +1,49 @@
+"""The episode pipeline: one environment's episode behind small layers, in Gymnasium's
+wrapper manner (order, mask, rewards, recorder, narrator; repeat and view around
+them), and the typed operations a server runs on it. Imports no MCP machinery, so a
+worker process runs the very same pipeline."""
+
+from __future__ import annotations
+
+from openenv_mcp.pipeline.base import EpisodeState, Layer, Moment, SavedEpisode, Status
+from openenv_mcp.pipeline.episode import EpisodePipeline, PipelineOptions, legal_actions
+from openenv_mcp.pipeline.ops import (
+    CallTool,
+    Close,
+    Frame,
+    LegalActions,
+    Look,
+    Op,
+    Reset,
+    Restore,
+    Snapshot,
+    Step,
+    Summary,
+)
+from openenv_mcp.pipeline.repeat import MAX_REPEAT
+from openenv_mcp.pipeline.view import MIN_FRAME_EDGE, Outcome
+
+__all__ = [
+    "MAX_REPEAT",
+    "MIN_FRAME_EDGE",
+    "CallTool",
+    "Close",
+    "EpisodePipeline",
+    "EpisodeState",
+    "Frame",
+    "Layer",
+    "LegalActions",
+    "Look",
+    "Moment",
+    "Op",
+    "Outcome",
+    "PipelineOptions",
+    "Reset",
+    "Restore",
+    "SavedEpisode",
+    "Snapshot",
+    "Status",
+    "Step",
+    "Summary",
+    "legal_actions",
+]

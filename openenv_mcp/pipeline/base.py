@@ -1,0 +1,150 @@
+"""What every layer of the episode pipeline shares: the episode's state, a moment of
+it, a saved episode, and the layer base class (Gymnasium's ``Wrapper``, for episodes).
+
+The pipeline is a chain of small layers around one environment, innermost first:
+:class:`~.core.EnvCore` (the env and the episode's counters), then
+:class:`~.mask.ActionMask`, :class:`~.order.OrderEnforcing`,
+:class:`~.rewards.ServedRewards`, :class:`~.recorder.Recorder` and
+:class:`~.narrator.Narrator`; :mod:`.repeat` holds an action for several steps and
+:mod:`.view` turns the outcome into what the wire carries. Each layer does one
+thing and passes the rest on, so each is tested alone; none imports MCP, so the
+same pipeline runs in the server process and in a worker process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from openenv_mcp.environment import Environment
+from openenv_mcp.narration import Narration
+
+__all__ = ["EpisodeState", "Layer", "Moment", "SavedEpisode", "Status"]
+
+Status = Literal["new", "running", "ended"]
+
+
+@dataclass
+class EpisodeState:
+    """The episode as every layer sees it; each field has one layer that writes it.
+
+    Attributes:
+        episode_id: the handle of the episode (named in answers).
+        env: the environment instance.
+        narration: its words for a model.
+        status, step, terminated, truncated, observation, info, mask, env_return:
+            written by :class:`~.core.EnvCore`.
+        reward: the last step call's reward (all its steps'), written by the pipeline.
+        episode_return, scored: written by :class:`~.rewards.ServedRewards` (the sum of
+            served rewards; the trajectory rewards' scores at the end).
+        recording: written by :class:`~.recorder.Recorder` (the episode's file).
+    """
+
+    episode_id: str
+    env: Environment[Any]
+    narration: Narration[Any]
+    status: Status = "new"
+    step: int = 0
+    terminated: bool = False
+    truncated: bool = False
+    observation: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    mask: np.ndarray | None = None
+    env_return: float = 0.0
+    reward: float = 0.0
+    episode_return: float = 0.0
+    scored: dict[str, Any] | None = None
+    recording: str | None = None
+
+
+@dataclass
+class Moment:
+    """What one operation did to the episode, as it passes out through the layers.
+
+    Attributes:
+        observation, info, terminated, truncated: after the operation.
+        reward: the reward served (the env's own, or the composed rewards' sum).
+        env_reward: the environment's own reward.
+        action: the action as the environment took it (parsed), on a step.
+        breakdown: each served reward's part (``None`` without served rewards).
+        events: what happened, in words for a model.
+        trajectory: at the episode's end, the trajectory rewards' scores and credit.
+        taken: steps this operation took (``repeat``).
+    """
+
+    observation: Any
+    info: dict[str, Any]
+    reward: float = 0.0
+    env_reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    action: Any = None
+    breakdown: dict[str, float] | None = None
+    events: list[str] = field(default_factory=list)
+    trajectory: dict[str, Any] | None = None
+    taken: int = 1
+
+    @property
+    def ended(self) -> bool:
+        """Whether the episode ended with this moment."""
+        return self.terminated or self.truncated
+
+
+@dataclass(frozen=True)
+class SavedEpisode:
+    """A snapshot: the environment's own state and the episode's. Picklable."""
+
+    env_state: Any
+    observation: Any
+    status: Status
+    step: int
+    episode_return: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+    mask: np.ndarray | None
+    trajectory: tuple[Any, ...] = ()
+    env_return: float = 0.0
+
+
+class Layer:
+    """One concern of the pipeline around ``inner``; every operation it does not
+    override passes straight through (Gymnasium's ``Wrapper`` manner).
+
+    Args:
+        inner: the next layer in (ending at :class:`~.core.EnvCore`).
+    """
+
+    def __init__(self, inner: Layer) -> None:
+        self.inner = inner
+        self.episode: EpisodeState = inner.episode
+
+    def reset(self, seed: int | None, options: dict[str, Any] | None) -> Moment:
+        """Start an episode (options already parsed)."""
+        return self.inner.reset(seed, options)
+
+    def step(self, action: Any) -> Moment:
+        """One step with a wire action."""
+        return self.inner.step(action)
+
+    def look(self) -> Moment:
+        """The episode as it is (the ``state`` tool), the env's state fields in ``info``."""
+        return self.inner.look()
+
+    def snapshot(self) -> SavedEpisode:
+        """The episode's full state."""
+        return self.inner.snapshot()
+
+    def restore(self, saved: SavedEpisode) -> Moment:
+        """Continue from a snapshot."""
+        return self.inner.restore(saved)
+
+    def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """The environment's own episode tool ``name``."""
+        return self.inner.call_tool(name, params)
+
+    def close(self) -> None:
+        """End the episode and free the environment."""
+        self.inner.close()
