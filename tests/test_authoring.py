@@ -214,9 +214,9 @@ def test_a_dockerfile_needs_a_package_to_install() -> None:
 
 
 def readme_commands() -> list[str]:
-    """The README's "Make your own environment" commands, in order."""
+    """The README's "Quick start: an author" commands, in order."""
     text = (ROOT / "README.md").read_text()
-    section = text.split("## Make your own environment", 1)[1]
+    section = text.split("## Quick start: an author", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
 

@@ -19,9 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shlex
-import shutil
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,12 +29,12 @@ import numpy as np
 
 from openenv_mcp.client._spec import ServerSpec
 from openenv_mcp.client._transports import (
-    HttpTransport,
-    MemoryTransport,
     RpcError,
-    SdkTransport,
-    StdioTransport,
+    Target,
     Transport,
+    describe_target,
+    is_command,
+    transport_for,
 )
 from openenv_mcp.codecs import CLIENT_FRAMES, ClientFrames, check_frames, png_from_b64
 from openenv_mcp.environment import ActionSet
@@ -57,8 +54,6 @@ from openenv_mcp.sharding import shard_of
 from openenv_mcp.spaces import decode, is_array_space
 
 if TYPE_CHECKING:
-    from fastmcp import FastMCP
-    from fastmcp.client.transports import ClientTransport
     from gymnasium import spaces
 
 __all__ = [
@@ -78,9 +73,6 @@ __all__ = [
 
 log = logging.getLogger("openenv_mcp.client")
 
-#: What a client connects to: a server object (FastMCP), a command (string or
-#: list), an ``http(s)://`` URL, a FastMCP ``ClientTransport``, or a :class:`Transport`.
-Target = Any
 #: Where a stdio server's stderr goes: a file's path, or an open file.
 ServerLog = str | os.PathLike[str] | TextIO
 Transition = tuple[Any, float, bool, bool, dict[str, Any]]
@@ -108,100 +100,6 @@ _LINK_ERRORS = (
     ConnectionError,
     OSError,
 )
-
-
-# -- where to connect -----------------------------------------------------------------------
-
-
-def _fastmcp_types() -> tuple[type[FastMCP[Any]], type[ClientTransport]] | None:
-    """FastMCP's server and client-transport classes, if FastMCP is loaded at all.
-
-    A target can only be a FastMCP object if FastMCP was imported to make it,
-    so this never imports it.
-    """
-    if "fastmcp" not in sys.modules:
-        return None
-    from fastmcp import FastMCP
-    from fastmcp.client.transports import ClientTransport
-
-    return FastMCP, ClientTransport
-
-
-def describe_target(target: Target) -> str:
-    """A short human description of a target, for error messages."""
-    if isinstance(target, str):
-        return target
-    found = _fastmcp_types()
-    if found is not None and isinstance(target, found[0]):
-        return f"in-memory server {target.name!r}"
-    if isinstance(target, Sequence):
-        return shlex.join(str(a) for a in target)
-    return repr(target)
-
-
-def _command(target: str | Sequence[str]) -> list[str]:
-    argv = shlex.split(target) if isinstance(target, str) else [str(a) for a in target]
-    if not argv:
-        raise ArgumentError("expected a command to run the server, got an empty one")
-    # A trainer's venv may not be on PATH (a notebook kernel, `venv/bin/python x.py`);
-    # the openenv-mcp installed beside this client is then the one meant.
-    if argv[0] == "openenv-mcp" and shutil.which("openenv-mcp") is None:
-        argv = [sys.executable, "-m", "openenv_mcp.cli", *argv[1:]]
-    return argv
-
-
-def transport_for(
-    target: Target,
-    *,
-    server_log: Path | TextIO | None = None,
-    headers: dict[str, str] | None = None,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-) -> Transport:
-    """Pick the transport for ``target``: the one place this is decided.
-
-    Args:
-        target: a FastMCP server made by ``build_server`` (in memory); an
-            ``http://`` or ``https://`` URL (Streamable HTTP); a command as a
-            string (split like a shell would) or a list of arguments (a stdio
-            subprocess, stopped and reaped when the session closes); a FastMCP
-            ``ClientTransport`` (through FastMCP's client); or a
-            :class:`Transport`, used as is.
-        server_log: where a stdio server's stderr goes.
-        headers: extra HTTP headers (``Authorization: Bearer ...``).
-        connect_timeout: the handshake bound of a FastMCP client.
-
-    Raises:
-        ArgumentError: for anything else, or an empty command.
-    """
-    if isinstance(target, Transport):
-        return target
-    found = _fastmcp_types()
-    if found is not None:
-        fastmcp_server, client_transport = found
-        if isinstance(target, fastmcp_server):
-            if getattr(target, "_openenv_app", None) is not None:
-                return MemoryTransport(target)
-            from fastmcp.client.transports import FastMCPTransport
-
-            return SdkTransport(FastMCPTransport(target), connect_timeout)
-        if isinstance(target, client_transport):
-            return SdkTransport(target, connect_timeout)
-    if isinstance(target, str) and target.startswith(("http://", "https://")):
-        return HttpTransport(target, headers)
-    if isinstance(target, str) or (
-        isinstance(target, Sequence) and all(isinstance(a, str) for a in target)
-    ):
-        return StdioTransport(_command(target), dict(os.environ), server_log)
-    raise ArgumentError(
-        "expected a FastMCP server, a command (string or list of strings) or an "
-        f"http(s):// URL, got {type(target).__name__} {target!r}"
-    )
-
-
-def _is_command(target: Target) -> bool:
-    if isinstance(target, str):
-        return not target.startswith(("http://", "https://"))
-    return isinstance(target, Sequence) and all(isinstance(a, str) for a in target)
 
 
 # -- answers --------------------------------------------------------------------------------
@@ -336,7 +234,7 @@ class Session:
         if isinstance(server_log, (str, os.PathLike)):
             server_log = Path(server_log)
         self._log_capture: TextIO | None = None
-        if server_log is None and _is_command(target):
+        if server_log is None and is_command(target):
             # Lives as long as the session (closed in close), so no `with`.
             self._log_capture = tempfile.TemporaryFile("w+", prefix="openenv-mcp-server-")  # noqa: SIM115
             server_log = self._log_capture

@@ -1,4 +1,4 @@
-"""The README's "Episodes as data" quotes what the server sends."""
+"""docs/data.md quotes what the server sends."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from openenv_mcp import MCPEnvClient
 from openenv_mcp.server import ServerSettings, build_server
 from tests.servers import ROOT
 
-README = (ROOT / "README.md").read_text()
+PAGE = (ROOT / "docs" / "data.md").read_text()
 
 
 def test_the_reward_breakdown_quoted_is_what_a_step_carries() -> None:
@@ -20,4 +20,4 @@ def test_the_reward_breakdown_quoted_is_what_a_step_carries() -> None:
             return reward, info["rewards"]
 
     reward, rewards = anyio.run(first_step)
-    assert f'# reward {reward:g}; info["rewards"] ==\n    # {rewards}' in README
+    assert f'# reward {reward:g}; info["rewards"] ==\n    # {rewards}' in PAGE
