@@ -20,6 +20,8 @@ from openenv_mcp.options import make_config
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._http import http_run_options, mount_health
+from openenv_mcp.server._limits import accept_errors_throttled, http_limits, uvicorn_options
+from openenv_mcp.server._logs import redacting, throttling
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._stdio import serve_stdio
 
@@ -122,6 +124,22 @@ async def serve(
         from openenv_mcp.server._web import bind_viewer
 
         viewer = bind_viewer(web_port)
+    # The token and live handles never reach a log line; what strangers can make
+    # the HTTP stack log (refused connections, malformed requests, accept errors at
+    # the descriptor limit) writes a line per kind and ten seconds, not per event.
+    with redacting(auth_token), throttling("uvicorn.error"), accept_errors_throttled():
+        await _serve(server, app, transport, host, port, http_options, viewer)
+
+
+async def _serve(
+    server: FastMCP,
+    app: EnvApp,
+    transport: Literal["stdio", "http"],
+    host: str,
+    port: int,
+    http_options: dict[str, Any],
+    viewer: Any,
+) -> None:
     try:
         if transport == "stdio":
             async with anyio.create_task_group() as tg:
@@ -144,9 +162,7 @@ async def serve(
                     host=host,
                     port=port,
                     show_banner=False,
-                    # uvicorn's own log config writes to stdout; route its records
-                    # through the process's logging (stderr) instead.
-                    uvicorn_config={"log_config": None},
+                    uvicorn_config=uvicorn_options(http_limits(app.settings)),
                     **http_options,
                 )
     finally:

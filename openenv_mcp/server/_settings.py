@@ -39,6 +39,13 @@ class ServerSettings(BaseModel):
     max_episodes: int = Field(
         1024, ge=1, description="Most live episodes at once; reset beyond it is refused."
     )
+    max_episodes_per_client: int | None = Field(
+        None,
+        ge=1,
+        description="Most live episodes one HTTP client may hold (a client is an address, as "
+        "the server sees it); reset beyond it is refused, naming this flag. Default: a "
+        "quarter of max_episodes. Over stdio the one client may use all of max_episodes.",
+    )
     max_snapshots: int = Field(4096, ge=0, description="Most live snapshots at once.")
     idle_timeout: float = Field(
         3600.0,
@@ -104,6 +111,29 @@ class ServerSettings(BaseModel):
         "(ep_...@SHARD), the handle parameters are marked for the Mcp-Param-Route header "
         "so a proxy routes each call to the server holding it, and a handle of another shard "
         "answers EpisodeLost.",
+    )
+    http_max_connections: int | None = Field(
+        None,
+        ge=1,
+        description="Most open HTTP connections; past it the one waiting longest (still "
+        "sending its request, or idle between requests) is closed to make room, and when all "
+        "have a request being answered a new one is answered 503. Default: half the "
+        "process's descriptor limit (ulimit -n), at most 1024.",
+    )
+    http_read_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds an HTTP client has to send a whole request, its line, headers "
+        "and body (from connecting, or from the first byte of a later request); then 408 "
+        "and the connection is closed.",
+    )
+    http_max_header_bytes: int = Field(
+        32 * 1024,
+        ge=1024,
+        description="Largest HTTP request line and headers, in bytes; larger is answered 431.",
+    )
+    http_keep_alive: float = Field(
+        5.0, gt=0, description="Seconds an idle HTTP connection stays open between requests."
     )
     fast_path: bool = Field(
         True,

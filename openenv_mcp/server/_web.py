@@ -13,7 +13,7 @@ like any client, each tab with episodes of its own. What it adds is read-only:
   ``.../{rid}/frames/{i}``: recorded episodes, step by step, frame by frame.
 
 Watching never needs an episode handle and never yields one (see :mod:`._feed`);
-recordings are named by a hash of their file (the file name holds the handle).
+recordings are named by a hash of their path (unique across subdirectories).
 These routes sit behind the same Host/Origin guard, bearer token and loopback
 default as ``/mcp``; a browser that opened ``/web/?token=T`` gets a cookie that
 carries the token for the page's own requests (see :class:`~._http.GuardMiddleware`).
@@ -282,7 +282,7 @@ class WebPage:
     # -- recordings --------------------------------------------------------------------------
 
     def _recording_files(self) -> dict[str, Path]:
-        """Recorded episode files by id (a hash of the path: file names hold handles)."""
+        """Recorded episode files by id (a hash of the path, unique across subdirectories)."""
         if self.record_dir is None or not self.record_dir.is_dir():
             return {}
         files = sorted(
@@ -440,7 +440,10 @@ async def run_viewer(server: FastMCP, app: EnvApp, sock: socket.socket) -> None:
     http = guarded_app(server, "127.0.0.1", None, app.direct_calls(server, "streamable-http"))
     port = sock.getsockname()[1]
     log.warning("watch this server in a browser: http://127.0.0.1:%d%s/", port, WEB_PATH)
-    viewer = _Viewer(uvicorn.Config(http, log_config=None, lifespan="on", access_log=False))
+    from openenv_mcp.server._limits import http_limits, uvicorn_options
+
+    options = uvicorn_options(http_limits(app.settings))
+    viewer = _Viewer(uvicorn.Config(http, lifespan="on", access_log=False, **options))
     try:
         await viewer.serve(sockets=[sock])
     finally:
