@@ -649,7 +649,12 @@ async def _connect(
     config: BenchConfig, options: dict[str, Any], frames: str, max_episodes: int | None = None
 ) -> AsyncIterator[tuple[MCPEnvClient, int | None]]:
     """A connected client over ``config.transport``, and the PID whose memory is the server's."""
-    extra = ["--max-episodes", str(max_episodes)] if max_episodes else []
+    # One client holds every episode: its cap is the server's.
+    extra = (
+        ["--max-episodes", str(max_episodes), "--max-episodes-per-client", str(max_episodes)]
+        if max_episodes
+        else []
+    )
     if config.workers:
         extra += ["--workers", str(config.workers)]
     if config.record:

@@ -18,11 +18,13 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
 
+from openenv_mcp._handles import public_id
 from openenv_mcp.errors import (
     ArgumentError,
     EnvCallTimeout,
@@ -41,11 +43,16 @@ from openenv_mcp.server._runtime import Runtime
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.sharding import shard_of, with_shard
 
-__all__ = ["Episode", "EpisodeTable", "Snapshot"]
+__all__ = ["Episode", "EpisodeTable", "Snapshot", "current_client"]
 
 log = logging.getLogger("openenv_mcp.server")
 
 R = TypeVar("R")
+
+#: Who the call being served came from, for the per-client episode cap: set by the
+#: HTTP guard (the client's address); ``None`` over stdio and in memory, where the
+#: server has one client.
+current_client: ContextVar[str | None] = ContextVar("openenv_current_client", default=None)
 
 
 def _handle(prefix: str, shard: str | None) -> str:
@@ -67,6 +74,8 @@ class Episode:
     broken: str = ""
     #: Its last view sent (without the observation): what ``state`` tells of it once broken.
     last_view: dict[str, Any] | None = None
+    #: The client that created it (``current_client``), whose cap it counts against.
+    client: str | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +245,9 @@ class EpisodeTable:
         Raises:
             ServerFull: when ``max_episodes`` are live even after idle eviction.
         """
+        client = current_client.get()
+        if client is not None:
+            await self._check_client_cap(client)
         if len(self.episodes) >= self.settings.max_episodes:
             await self.evict_idle()
         if len(self.episodes) >= self.settings.max_episodes:
@@ -246,12 +258,44 @@ class EpisodeTable:
             )
         episode_id = _handle("ep", self.settings.shard)
         episode = Episode(
-            id=episode_id, ref=await self._new_env(episode_id), last_used=self.clock()
+            id=episode_id,
+            ref=await self._new_env(episode_id),
+            last_used=self.clock(),
+            client=client,
         )
         self.episodes[episode.id] = episode
         if self.feed is not None:
             self.feed.opened(episode.id)
         return episode
+
+    @property
+    def client_cap(self) -> int:
+        """Most live episodes one client may hold (``max_episodes_per_client``)."""
+        cap = self.settings.max_episodes_per_client
+        return cap if cap is not None else max(1, self.settings.max_episodes // 4)
+
+    async def _check_client_cap(self, client: str) -> None:
+        """Refuse a new episode to a client holding its cap, after evicting its idle ones.
+
+        Raises:
+            ServerFull: naming the cap, the client and what to do.
+        """
+        cap = self.client_cap
+        if self._held_by(client) < cap:
+            return
+        await self.evict_idle(client)
+        held = self._held_by(client)
+        if held >= cap:
+            raise ServerFull(
+                f"this client (address {client}) holds {held} live episodes, its cap "
+                f"(max_episodes_per_client={cap}, of max_episodes={self.settings.max_episodes} "
+                "for all clients): close episodes you no longer need (the close tool), wait "
+                f"for idle ones to be evicted after {self.settings.idle_timeout:g}s, or ask "
+                "the server's operator to raise --max-episodes-per-client"
+            )
+
+    def _held_by(self, client: str) -> int:
+        return sum(1 for e in self.episodes.values() if e.client == client)
 
     async def _new_env(self, episode_id: str) -> Any:
         try:
@@ -295,14 +339,19 @@ class EpisodeTable:
         for episode_id in list(self.episodes):
             await self.close(episode_id)
 
-    async def evict_idle(self) -> int:
-        """Close episodes unused for ``idle_timeout`` seconds; return how many."""
+    async def evict_idle(self, client: str | None = None) -> int:
+        """Close episodes unused for ``idle_timeout`` seconds (of ``client`` only, if
+        given); return how many."""
         cutoff = self.clock() - self.settings.idle_timeout
         stale = [
-            e.id for e in self.episodes.values() if e.last_used < cutoff and not e.lock.locked()
+            e.id
+            for e in self.episodes.values()
+            if e.last_used < cutoff
+            and not e.lock.locked()
+            and (client is None or e.client == client)
         ]
         for episode_id in stale:
-            log.info("evicting idle episode %s", episode_id)
+            log.info("evicting idle episode %s", public_id(episode_id))
             await self.close(episode_id)
         return len(stale)
 
@@ -373,7 +422,7 @@ class EpisodeTable:
                 return None
             (png,) = await self.runtime.run([(episode.ref, Frame())])
         if isinstance(png, Exception):
-            log.debug("episode %s: no frame for a watcher: %r", episode.id, png)
+            log.debug("episode %s: no frame for a watcher: %r", public_id(episode.id), png)
             return None
         return png if isinstance(png, bytes) else None
 
@@ -388,17 +437,17 @@ class EpisodeTable:
             return exc
         if isinstance(exc, TimeoutError):
             episode.broken = f"timed out after {self.runtime.call_timeout:g}s in {what}"
-            log.error("episode %s: %s", episode.id, episode.broken)
+            log.error("episode %s: %s", public_id(episode.id), episode.broken)
             return EnvCallTimeout(
                 f"the environment {episode.broken}; episode {episode.id} is broken, "
                 "call reset to start over"
             )
         if isinstance(exc, EnvCrashed):  # its worker died, or a served reward failed
             episode.broken = f"{exc} in {what}"
-            log.error("episode %s: %s", episode.id, episode.broken)
+            log.error("episode %s: %s", public_id(episode.id), episode.broken)
             return type(exc)(f"{exc}; episode {episode.id} is broken, call reset to start over")
         episode.broken = f"{type(exc).__name__} in {what}"
-        log.error("episode %s: environment raised in %s", episode.id, what, exc_info=exc)
+        log.error("episode %s: environment raised in %s", public_id(episode.id), what, exc_info=exc)
         return EnvCrashed(
             f"the environment raised {type(exc).__name__} in {what}; episode {episode.id} "
             "is broken, call reset to start over"

@@ -28,6 +28,8 @@ from openenv_mcp._compat import (
 )
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._direct import DirectCalls, dumps
+from openenv_mcp.server._episodes import current_client
+from openenv_mcp.server._token import TOKEN_ENV
 
 if TYPE_CHECKING:
     from openenv_mcp.server._app import EnvApp
@@ -47,8 +49,6 @@ __all__ = [
 #: Where the MCP endpoint is served.
 MCP_PATH = "/mcp"
 
-#: Environment variable holding the bearer token when --auth-token is not given.
-TOKEN_ENV = "OPENENV_MCP_AUTH_TOKEN"
 #: A GET that answers while the server is up (container health checks, probes): the
 #: one route that needs no token, and says nothing but that it is up.
 HEALTH_PATH = "/healthz"
@@ -92,6 +92,16 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # Who is calling, for the per-client episode cap: the client's address as
+        # uvicorn gives it (X-Forwarded-For counts only from FORWARDED_ALLOW_IPS).
+        client = scope.get("client")
+        reset = current_client.set(str(client[0]) if client else "unknown")
+        try:
+            await self._guard(scope, receive, send)
+        finally:
+            current_client.reset(reset)
+
+    async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or [])
         if self.token is not None and scope.get("path") != HEALTH_PATH:
             given = headers.get(b"authorization", b"")
@@ -264,7 +274,7 @@ def http_run_options(
     if not is_loopback(host) and not token:
         raise ArgumentError(
             f"binding {host!r} exposes the server beyond this machine, so it needs a bearer "
-            f"token: pass --auth-token TOKEN or set {TOKEN_ENV}"
+            f"token: set {TOKEN_ENV} or pass --auth-token-file PATH"
         )
     hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     if not is_loopback(host):

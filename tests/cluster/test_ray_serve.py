@@ -118,13 +118,20 @@ def _first_line(proc: subprocess.Popen[bytes], log: Any, timeout: float) -> str:
     return line[0].decode().strip()
 
 
-def redeploy(cluster: dict[str, Any], env: str, replicas: int, **options: Any) -> str:
+def redeploy(
+    cluster: dict[str, Any],
+    env: str,
+    replicas: int,
+    settings: dict[str, Any] | None = None,
+    **options: Any,
+) -> str:
     """Replace the application with ``replicas`` servers of ``env`` (same URL)."""
     delete_app()
     deployment = deploy(
         env,
         replicas=replicas,
         options=options,
+        settings=settings,
         port=cluster["port"],
         replica_cpus=CPUS,
         app_name=APP,
@@ -200,7 +207,9 @@ def test_every_call_reaches_the_replica_holding_its_episode(cluster: dict[str, A
 
 def test_capacity_and_balance_over_four_replicas(cluster: dict[str, Any]) -> None:
     """4 replicas x 500 echo episodes, reset in one concurrent burst, each answering a step."""
-    url = redeploy(cluster, "echo", 4)
+    # One client holds all 2,000 episodes (about 500 a replica): past the default
+    # per-client cap (a quarter of max_episodes), so raised to max_episodes.
+    url = redeploy(cluster, "echo", 4, settings={"max_episodes_per_client": 1024})
     before = replica_memory()
 
     async def burst() -> tuple[Counter[str | None], float, list[Any]]:
