@@ -22,6 +22,7 @@ from openenv_mcp.errors import OpenEnvError, ServerDied
 from openenv_mcp.options import flag, make_config, parse_cli_options
 from openenv_mcp.registry import env_names, get_entry, get_env_class
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server._token import ARGV_WARNING, TOKEN_ENV, read_token_file
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -108,8 +109,16 @@ def serve(
     auth_token: Annotated[
         str | None,
         typer.Option(
-            envvar="OPENENV_MCP_AUTH_TOKEN",
-            help="Require 'Authorization: Bearer TOKEN' over HTTP (mandatory off loopback).",
+            envvar=TOKEN_ENV,
+            help="Require 'Authorization: Bearer TOKEN' over HTTP (mandatory off loopback). "
+            f"Set it in {TOKEN_ENV} or a file (--auth-token-file): on the command line "
+            "every local user can read it (ps).",
+        ),
+    ] = None,
+    auth_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Read the bearer token from this file (its first line; keep it chmod 600).",
         ),
     ] = None,
     log_level: Annotated[
@@ -181,6 +190,7 @@ def serve(
         )
     level = (log_level or ("INFO" if http else "WARNING")).upper()
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s: %(message)s")
+    auth_token = _auth_token(ctx, auth_token, auth_token_file)
     env_cls = _load(env)
     try:
         options, settings_options = parse_cli_options(
@@ -228,6 +238,32 @@ def serve(
             )
         )
     _SERVED.set()
+
+
+def _auth_token(ctx: typer.Context, given: str | None, file: Path | None) -> str | None:
+    """The bearer token from the environment, a file or (warned about) the command line.
+
+    The environment variable is removed once read: processes the server starts
+    (worker processes, the code an environment runs) have no use for it.
+    """
+    source = ctx.get_parameter_source("auth_token")
+    from_env = source is not None and source.name == "ENVIRONMENT"
+    log = logging.getLogger("openenv_mcp")
+    if file is not None:
+        if given is not None:
+            where = TOKEN_ENV if from_env else "--auth-token"
+            raise _fail(f"two bearer tokens: --auth-token-file and {where}; give one")
+        try:
+            given, warning = read_token_file(file)
+        except OpenEnvError as exc:
+            raise _fail(str(exc)) from None
+        if warning is not None:
+            log.warning("%s", warning)
+    elif given is not None and not from_env:
+        log.warning("%s", ARGV_WARNING)
+    if from_env:
+        os.environ.pop(TOKEN_ENV, None)
+    return given
 
 
 def _serve_on_ray(env: str, **how: Any) -> None:

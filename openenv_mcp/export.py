@@ -282,7 +282,9 @@ def export_jsonl(directory: str | os.PathLike[str], out: str | os.PathLike[str])
             start = recording.start
             end = recording.end or {}
             record = {
-                "episode_id": start["episode_id"],
+                # The episode's public id (recordings made before it held its handle,
+                # long closed by now).
+                "episode": start.get("episode", start.get("episode_id")),
                 "recording": str(recording.path),
                 "env": start["env"],
                 "config": start["config"],

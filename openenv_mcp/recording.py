@@ -1,9 +1,12 @@
 """Every episode recorded as it happens (``serve ... --record DIR``), and read back.
 
-One episode is one JSON Lines file, ``DIR/<episode id>-<n>.jsonl`` (``n``
+One episode is one JSON Lines file, ``DIR/<public id>-<n>.jsonl`` (``n``
 counts the resets of one handle), written where the environment lives and
 flushed after every record, so a server killed at any point leaves every step
-up to the last one answered readable:
+up to the last one answered readable. The public id
+(:func:`~openenv_mcp._handles.public_id`) names the episode without being its
+handle, which is a capability: neither a file name nor a record holds a handle.
+The directory is made 0700 and every file 0600 (the owner's alone).
 
 * ``start``: the environment, its class and config, the seed and options, the
   package versions, the spaces, the first observation and info, and the call;
@@ -43,6 +46,7 @@ import numpy as np
 import orjson
 from gymnasium import spaces as gym_spaces
 
+from openenv_mcp._handles import public_id
 from openenv_mcp.codecs import decode_raw, encode_raw, to_jsonable
 from openenv_mcp.environment import has_frame, parse_options
 from openenv_mcp.errors import ArgumentError
@@ -130,6 +134,8 @@ class EpisodeRecorder:
     ) -> None:
         self.directory = Path(directory)
         self.episode_id = episode_id
+        #: What names the episode in its files: never its handle.
+        self.public_id = public_id(episode_id)
         self.env = env
         self.describe = describe
         self.video = video
@@ -155,12 +161,12 @@ class EpisodeRecorder:
     ) -> Path:
         """Begin a new file (the previous episode of this handle ends as ``reset``)."""
         self.end("reset")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         while True:  # a fresh file, never one written before (a renewed env counts anew)
             self._resets += 1
-            self.path = self.directory / f"{self.episode_id}-{self._resets:04d}.jsonl"
+            self.path = self.directory / f"{self.public_id}-{self._resets:04d}.jsonl"
             try:
-                self._file = open(self.path, "xb")  # noqa: SIM115 - held open for the episode
+                self._file = _create_private(self.path)
                 break
             except FileExistsError:
                 continue
@@ -171,7 +177,7 @@ class EpisodeRecorder:
             "kind": "start",
             "format": FORMAT,
             **self.describe,
-            "episode_id": self.episode_id,
+            "episode": self.public_id,
             "seed": seed,
             "options": options,
             "from_snapshot": from_snapshot,
@@ -251,6 +257,13 @@ class EpisodeRecorder:
         self._file.flush()
 
 
+def _create_private(path: Path) -> IO[bytes]:
+    """A new file only its owner may read or write (0600 from its creation: no moment
+    when another user could open it); ``FileExistsError`` if ``path`` exists."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    return os.fdopen(fd, "wb")
+
+
 #: Frames that are not the observation: any RGB (or grey) image.
 _FRAME_SPACE = gym_spaces.Box(0, 255, (1, 1, 3), np.uint8)
 _videos: list[threading.Thread] = []
@@ -300,7 +313,7 @@ def iter_frames(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
 
 def write_video(frames: Iterable[np.ndarray], path: Path, fps: int = 15) -> None:
     """Frames as an H.264 MP4 (``av``, the maintained FFmpeg binding): for people; the
-    lossless frames stay in the recording."""
+    lossless frames stay in the recording. A new file is made 0600, as recordings are."""
     try:
         import av
     except ImportError:
@@ -311,6 +324,8 @@ def write_video(frames: Iterable[np.ndarray], path: Path, fps: int = 15) -> None
     if first is None:
         return
     height, width = first.shape[:2]
+    with contextlib.suppress(FileExistsError):
+        _create_private(path).close()  # 0600, as the recording: av keeps the mode it finds
     with av.open(str(path), mode="w") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height = width + width % 2, height + height % 2
