@@ -547,7 +547,7 @@ def _serve_command(env: str, transport: str, env_args: Sequence[str], *extra: st
     return [
         sys.executable,
         "-m",
-        "openenv_mcp.cli",
+        "openenv_mcp",
         "serve",
         env,
         f"--{transport}",
