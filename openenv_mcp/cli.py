@@ -43,6 +43,9 @@ _SERVED = threading.Event()
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
+    message = message.rstrip()
+    if not message.endswith((".", "?", "!")):
+        message += "."  # a whole sentence, however the error was worded
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
 
@@ -191,7 +194,9 @@ def serve(
         raise _fail(str(exc)) from None
     prelude = current_prelude()
     if not http and prelude is not None and prelude.silent_eof:
-        logging.getLogger("openenv_mcp").info("stdin closed before any message: nothing to serve")
+        logging.getLogger("openenv_mcp").info(
+            "serving %s over stdio: stdin closed before any message, nothing to serve", env
+        )
         return
     if not http and os.isatty(prelude.in_fd if prelude is not None else 0):
         typer.echo(_terminal_hint(env), err=True)

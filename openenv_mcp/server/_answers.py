@@ -33,7 +33,6 @@ from typing import Any
 
 import orjson
 
-import openenv_mcp
 from openenv_mcp._version import __version__
 
 __all__ = ["CACHE_ENV", "AnswerBook", "cache_dir", "fingerprint", "package_path"]
@@ -42,6 +41,8 @@ __all__ = ["CACHE_ENV", "AnswerBook", "cache_dir", "fingerprint", "package_path"
 CACHE_ENV = "OPENENV_MCP_ANSWER_CACHE"
 _FORMAT = 1
 _SKIP_DIRS = {"__pycache__", "node_modules"}
+#: openenv-mcp's own package directory: always watched.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cache_dir() -> Path | None:
@@ -137,7 +138,7 @@ class AnswerBook:
         """Write the book atomically (a failure to write is not an error: it is a cache)."""
         if self.path is None:
             return
-        self.watch = [str(openenv_mcp.__path__[0]), *watch]
+        self.watch = [_PACKAGE, *watch]
         record = {
             "format": _FORMAT,
             "command": sys.argv,
