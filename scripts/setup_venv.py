@@ -88,11 +88,14 @@ def plan(tiers: list[str]) -> tuple[list[str], list[str]]:
 
 def _create(venv: Path, lock: int) -> None:
     """Make the venv (again, if an earlier creation was cut short) and upgrade its pip."""
-    old_style = any(venv.glob(".openenv-mcp-*"))  # stamped by an earlier ./dev
-    if _stamp(venv, CREATED) is not None or (old_style and (venv / "bin" / "python").exists()):
+    if _stamp(venv, CREATED) is not None:
+        return
+    if any(venv.glob(".openenv-mcp-*")) and (venv / "bin" / "python").exists():
+        _write_stamp(venv, CREATED, "1")  # made and stamped by an earlier ./dev
         return
     _say(f"creating {venv}")
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    make = [sys.executable, "-m", "venv", "--clear", str(venv)]
+    subprocess.run(make, check=True, stdout=sys.stderr, pass_fds=(lock,))
     python = str(venv / "bin" / "python")
     pip = [python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]
     subprocess.run(pip, check=True, stdout=sys.stderr, pass_fds=(lock,))
@@ -118,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0  # the set-up that held the lock did it
     began = time.monotonic()
     what = f"[{','.join(extras)}]" if extras else ""
-    _say(f"setting up {venv} for {' '.join(args.tiers)} (once; a minute or two)...")
+    _say(f"setting up {venv} for {' '.join(args.tiers)} (once; a minute or two)")
     _create(venv, lock)
     python = str(venv / "bin" / "python")
     install = [python, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}{what}"]
+    _say(f"installing openenv-mcp{what}")
     # pass_fds: pip holds the lock too, so a killed ./dev leaves no second pip behind it.
     subprocess.run(install, check=True, stdout=sys.stderr, pass_fds=(lock,))
     for path in venv.glob(".openenv-mcp-*"):  # an earlier ./dev's stamps
