@@ -57,6 +57,8 @@ _LIST_CHANGED = {
 #: Ids of replayed requests start with this; a client's ids never reach the stack under it.
 PRIVATE_ID = "openenv-mcp/prelude/"
 _VERSION_META = "io.modelcontextprotocol/protocolVersion"
+_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+_CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
 #: The prelude stops reading (and the stack reads the rest) past this much of one line.
 _MAX_HELD = 1 << 20
 _CHUNK = 1 << 16
@@ -92,6 +94,33 @@ def _envelope_version(params: Any) -> str | None:
     return version if isinstance(version, str) else None
 
 
+def _implementation(value: Any) -> bool:
+    """Whether ``value`` is a well-formed ``Implementation`` (``clientInfo``)."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and isinstance(value.get("version"), str)
+    )
+
+
+def _well_formed(method: str, params: Any) -> bool:
+    """Whether the stack would accept ``params`` as they are, so a kept answer is the
+    answer; anything odd is left to the stack, which says what is wrong."""
+    if method == "initialize":
+        return (
+            isinstance(params, dict)
+            and isinstance(params.get("protocolVersion"), str)
+            and isinstance(params.get("capabilities"), dict)
+            and _implementation(params.get("clientInfo"))
+        )
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if meta is None or _envelope_version(params) is None:
+        return meta is None or (isinstance(meta, dict) and _VERSION_META not in meta)
+    return isinstance(meta.get(_CAPABILITIES_META), dict) and (
+        _CLIENT_INFO_META not in meta or _implementation(meta[_CLIENT_INFO_META])
+    )
+
+
 class Answerer:
     """Decides what the prelude answers: a kept answer to a request the stack would
     answer the same way, given what the client said before.
@@ -112,6 +141,8 @@ class Answerer:
             return None
         method, params = message.get("method"), message.get("params")
         if method not in ANSWERABLE or not isinstance(message["id"], str | int):
+            return None
+        if isinstance(message["id"], bool) or not _well_formed(method, params):
             return None
         if method == "initialize":
             requested = params.get("protocolVersion") if isinstance(params, dict) else None
@@ -273,6 +304,9 @@ class Recorder:
         self._era, self._version = prelude.answerer.era, prelude.answerer.version
         #: Request id -> (method, the scope when known at the request).
         self._pending: dict[Any, tuple[str, str | None]] = {}
+        #: What this process has kept or checked: a server's first answers are its
+        #: start's, the ones the next start gives (a list may change later on).
+        self._seen: set[tuple[str, str]] = set()
 
     def inbound(self, message: dict[str, Any]) -> None:
         method, request_id = message.get("method"), message.get("id")
@@ -307,6 +341,9 @@ class Recorder:
             if self._era != "legacy" or self._version is None:
                 return private
             scope = _scope("legacy", self._version)
+        if (scope, method) in self._seen:
+            return private
+        self._seen.add((scope, method))
         changed = self._book.put(scope, method, result)
         if private and changed:
             self._stale(method, scope)

@@ -54,7 +54,10 @@ def _request(method: str, params: Any = None, request_id: Any = 1) -> dict[str, 
 
 
 def _init(version: str = LEGACY) -> dict[str, Any]:
-    return _request("initialize", {"protocolVersion": version, "capabilities": {}})
+    client = {"name": "t", "version": "0"}
+    return _request(
+        "initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
+    )
 
 
 INIT_RESULT = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "x"}}
@@ -93,12 +96,25 @@ def test_modern_requests_carry_their_own_version() -> None:
     assert answerer.answer(_request("server/discover")) is None  # no envelope
 
 
+def test_malformed_requests_are_left_to_the_stack() -> None:
+    """The stack says what is wrong with them; a kept answer would hide it."""
+    book = _book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT})
+    no_version = _request("initialize", {"protocolVersion": LEGACY, "capabilities": {}})
+    no_version["params"]["clientInfo"] = {"name": "t"}
+    assert Answerer(book).answer(no_version) is None
+    discover = {"supportedVersions": [MODERN]}
+    answerer = Answerer(_book(f"modern:{MODERN}", {"server/discover": discover}))
+    half = {"io.modelcontextprotocol/protocolVersion": MODERN}  # no clientCapabilities
+    assert answerer.answer(_request("server/discover", {"_meta": half})) is None
+
+
 def test_notifications_and_odd_messages_are_never_answered() -> None:
     answerer = Answerer(_book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT}))
     assert answerer.answer({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
     assert answerer.answer([_init()]) is None
     assert answerer.answer({**_init(), "id": None}) is None
     assert answerer.answer({**_init(), "id": 1.5}) is None
+    assert answerer.answer({**_init(), "id": True}) is None
 
 
 def test_a_book_is_stale_when_its_code_changes(
