@@ -40,7 +40,7 @@ import orjson
 
 from openenv_mcp.server._answers import AnswerBook, package_path
 
-__all__ = ["Handover", "Prelude", "Recorder", "current", "start"]
+__all__ = ["Answerer", "Handover", "Prelude", "Recorder", "current", "is_private", "start"]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -78,6 +78,11 @@ class Handover:
     lines: list[bytes] = field(default_factory=list)
     rest: bytes = b""
     eof: bool = False
+
+
+def is_private(request_id: Any) -> bool:
+    """Whether ``request_id`` is a replayed request's (never a client's)."""
+    return isinstance(request_id, str) and request_id.startswith(PRIVATE_ID)
 
 
 def _scope(era: str, version: str) -> str:
@@ -328,7 +333,7 @@ class Recorder:
         """Note the stack's response ``data`` to ``request_id``; whether to keep it from
         the client."""
         pending = self._pending.pop((type(request_id).__name__, request_id), None)
-        private = isinstance(request_id, str) and request_id.startswith(PRIVATE_ID)
+        private = is_private(request_id)
         if pending is None:
             return private
         method, scope = pending

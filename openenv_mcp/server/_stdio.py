@@ -49,7 +49,7 @@ from fastmcp import FastMCP
 from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._direct import dumps, is_request_id
-from openenv_mcp.server._prelude import Handover, Recorder
+from openenv_mcp.server._prelude import Handover, Recorder, is_private
 from openenv_mcp.server._prelude import current as current_prelude
 
 __all__ = ["MAX_LINE", "LineConnection", "serve_stdio"]
@@ -289,10 +289,13 @@ class LineConnection:
                 self._invalid(message)
                 continue
             if isinstance(parsed, types.JSONRPCRequest):
-                self.standard[parsed.id] += 1
-                self._begin()
                 if self.recorder is not None:
                     self.recorder.inbound(message)
+                # A request the prelude already answered is replayed for the stack's
+                # state only: the client is owed nothing for it, so EOF need not wait.
+                if not is_private(parsed.id):
+                    self.standard[parsed.id] += 1
+                    self._begin()
             elif (
                 isinstance(parsed, types.JSONRPCNotification)
                 and parsed.method == "notifications/cancelled"
