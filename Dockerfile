@@ -22,7 +22,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY openenv_mcp ./openenv_mcp
 COPY envs ./envs
-RUN pip install --no-cache-dir /app
+RUN pip install --no-cache-dir "/app[gymnasium]"
 USER 10001:10001
 EXPOSE 8765
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \

@@ -547,7 +547,7 @@ def _serve_command(env: str, transport: str, env_args: Sequence[str], *extra: st
     return [
         sys.executable,
         "-m",
-        "openenv_mcp.cli",
+        "openenv_mcp",
         "serve",
         env,
         f"--{transport}",
@@ -897,7 +897,7 @@ def run_live(config: BenchConfig, count: int, progress: Progress | None = None) 
 
 # -- start-up -------------------------------------------------------------------------------
 
-#: What ``--startup`` imports in fresh interpreters, timed against ``python -c pass``.
+#: What ``--startup`` imports in fresh interpreters, each timed inside its interpreter.
 IMPORTS = {
     "import openenv_mcp": "import openenv_mcp",
     "from openenv_mcp import MCPEnvClient": "from openenv_mcp import MCPEnvClient",
@@ -913,15 +913,21 @@ _INITIALIZE = {
         "clientInfo": {"name": "openenv-mcp-bench", "version": "0"},
     },
 }
+_INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+_TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
 @dataclass
 class StartupResult(_Report):
     """The figures of one :func:`run_startup` run (medians over repeats, in seconds).
 
-    ``import_s`` maps each statement of :data:`IMPORTS` to its time in a fresh
-    interpreter beyond the interpreter's own start (``python_s``), and
-    ``import_modules`` to the modules it left loaded.
+    ``import_s`` maps each statement of :data:`IMPORTS` to its own time in a fresh
+    interpreter (measured inside it, so never below zero), and ``import_modules``
+    to the modules it left loaded. The stdio figures time ``serve ENV --stdio`` as a
+    harness starts it: the first start with nothing kept from an earlier one
+    (``stdio_first_*``), then ``repeats`` starts of each kind of stop, which answer
+    the handshake and the tool list from what the first start answered
+    (:mod:`openenv_mcp.server._prelude`).
     """
 
     env: str
@@ -930,13 +936,17 @@ class StartupResult(_Report):
     python_s: float
     import_s: dict[str, float]
     import_modules: dict[str, int]
+    stdio_first_initialize_s: float
+    stdio_first_tools_list_s: float
     stdio_initialize_s: float
+    stdio_tools_list_s: float
     stdio_first_reset_s: float
     #: Idle server: from the stop (stdin closed, SIGINT, SIGTERM) to the process gone.
     stdio_exit_s: dict[str, float]
     worker_ready_s: float
     worker_first_env_s: float
     stdio_initialize_s_repeats: list[float]
+    stdio_tools_list_s_repeats: list[float]
     worker_ready_s_repeats: list[float]
     facts: dict[str, Any] = field(default_factory=_environment_facts)
 
@@ -945,68 +955,100 @@ class StartupResult(_Report):
         lines = [
             f"openenv-mcp bench {' '.join([self.env, *self.env_args])} --startup: medians of "
             f"{self.repeats} (seconds)",
-            f"  python -c pass                       {self.python_s:7.3f}",
+            f"  python -c pass (spawn to exit)           {self.python_s:7.3f}",
         ]
         for what, took in self.import_s.items():
-            lines.append(f"  {what:<36} {took:+7.3f}  ({self.import_modules[what]} modules loaded)")
+            lines.append(f"  {what:<40} {took:7.3f}  ({self.import_modules[what]} modules loaded)")
         lines += [
-            f"  stdio: spawn -> initialize answered   {self.stdio_initialize_s:7.3f}",
-            f"  stdio: spawn -> first reset answered  {self.stdio_first_reset_s:7.3f}",
+            f"  stdio, first start: spawn -> initialize  {self.stdio_first_initialize_s:7.3f}",
+            f"  stdio, first start: spawn -> tools/list  {self.stdio_first_tools_list_s:7.3f}",
+            f"  stdio: spawn -> initialize answered      {self.stdio_initialize_s:7.3f}",
+            f"  stdio: spawn -> tools/list answered      {self.stdio_tools_list_s:7.3f}",
+            f"  stdio: spawn -> first reset answered     {self.stdio_first_reset_s:7.3f}",
             *(
-                f"  stdio: {how + ' -> exited':<30} {took:7.3f}"
+                f"  stdio: {how + ' -> exited':<33} {took:7.3f}"
                 for how, took in self.stdio_exit_s.items()
             ),
-            f"  worker: spawn -> ready                {self.worker_ready_s:7.3f}",
-            f"  worker: spawn -> first env made       {self.worker_first_env_s:7.3f}",
+            f"  worker: spawn -> ready                   {self.worker_ready_s:7.3f}",
+            f"  worker: spawn -> first env made          {self.worker_first_env_s:7.3f}",
         ]
         return "\n".join(lines)
 
 
 def _timed_python(code: str) -> tuple[float, int]:
-    """Seconds for a fresh interpreter to run ``code``, and the modules it left loaded."""
-    script = f"{code}\nimport sys; print(len(sys.modules))"
-    began = time.perf_counter()
+    """Seconds ``code`` takes in a fresh interpreter (timed there), and the modules it
+    left loaded."""
+    script = (
+        "import sys, time\n_began = time.perf_counter()\n"
+        f"{code}\n"
+        "print(time.perf_counter() - _began, len(sys.modules))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
-    return time.perf_counter() - began, int(done.stdout.split()[-1])
+    took, modules = done.stdout.split()[-2:]
+    return float(took), int(modules)
+
+
+def _python_start() -> float:
+    """Seconds from spawning ``python -c pass`` to its exit."""
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=120)
+    return time.perf_counter() - began
 
 
 #: How ``--startup`` stops an idle stdio server: as a harness would.
 STOPS = ("stdin closed", "SIGINT", "SIGTERM")
 
 
-def _stdio_start(config: BenchConfig, stop: str) -> tuple[float, float, float]:
-    """Seconds from spawning ``serve ENV --stdio`` to its initialize answer and to a
-    reset's, and from ``stop`` (one of :data:`STOPS`) to its exit."""
+@dataclass
+class _StdioStart:
+    initialized: float
+    listed: float
+    first_reset: float
+    exited: float
+
+
+def _stdio_start(config: BenchConfig, stop: str, answers: str) -> _StdioStart:
+    """Seconds from spawning ``serve ENV --stdio`` to its initialize answer, its tool
+    list and a reset's answer, and from ``stop`` (one of :data:`STOPS`) to its exit.
+    ``answers`` is the directory of kept answers (``OPENENV_MCP_ANSWER_CACHE``)."""
     import json
+
+    from openenv_mcp.server._answers import CACHE_ENV
 
     command = _serve_command(config.env, "stdio", config.env_args)
     began = time.perf_counter()
     proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, CACHE_ENV: answers},
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(_INITIALIZE).encode() + b"\n")
-        proc.stdin.flush()
-        if b'"result"' not in proc.stdout.readline():
-            raise ServerDied(f"{' '.join(command)} did not answer initialize")
-        initialized = time.perf_counter() - began
-        reset = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+
+        def ask(*messages: dict[str, Any]) -> float:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+            proc.stdin.flush()
+            if b'"result"' not in proc.stdout.readline():
+                raise ServerDied(f"{' '.join(command)} did not answer {messages[-1]['method']}")
+            return time.perf_counter() - began
+
+        initialized = ask(_INITIALIZE)
+        listed = ask(_INITIALIZED, _TOOLS_LIST)
+        reset = {"jsonrpc": "2.0", "id": 3, "method": "tools/call"}
         reset["params"] = {"name": "reset", "arguments": {"seed": 0, "frames": "none"}}
-        proc.stdin.write(json.dumps(reset).encode() + b"\n")
-        proc.stdin.flush()
-        if b'"result"' not in proc.stdout.readline():
-            raise ServerDied(f"{' '.join(command)} did not answer reset")
-        first_reset = time.perf_counter() - began
+        first_reset = ask(reset)
         stopped = time.perf_counter()
         if stop == "stdin closed":
             proc.stdin.close()
         else:
             proc.send_signal(getattr(signal, stop))
         proc.wait(_STOP_TIMEOUT)
-        return initialized, first_reset, time.perf_counter() - stopped
+        return _StdioStart(initialized, listed, first_reset, time.perf_counter() - stopped)
     finally:
         _stop(proc)
 
@@ -1032,17 +1074,22 @@ async def _worker_start(
 async def _startup(config: BenchConfig, progress: Progress) -> StartupResult:
     env_cls, env_config, _ = _resolve(config)
     repeats = max(1, config.repeats)
-    python = [_timed_python("pass")[0] for _ in range(repeats)]
+    python = [_python_start() for _ in range(repeats)]
     imports: dict[str, float] = {}
     modules: dict[str, int] = {}
     for what, code in IMPORTS.items():
         runs = [_timed_python(code) for _ in range(repeats)]
-        imports[what] = _median([t for t, _ in runs]) - _median(python)
+        imports[what] = _median([t for t, _ in runs])
         modules[what] = runs[-1][1]
-        progress(f"{what}: {imports[what]:+.3f} s ({modules[what]} modules)")
-    stdio = [_stdio_start(config, stop) for _ in range(repeats) for stop in STOPS]
-    progress(f"stdio start: {_median([s[0] for s in stdio]):.3f} s to initialize")
-    exits = {stop: _median([s[2] for s in stdio[i :: len(STOPS)]]) for i, stop in enumerate(STOPS)}
+        progress(f"{what}: {imports[what]:.3f} s ({modules[what]} modules)")
+    with tempfile.TemporaryDirectory(prefix="openenv-mcp-answers-") as answers:
+        first = _stdio_start(config, STOPS[0], answers)
+        progress(f"stdio first start: {first.initialized:.3f} s to initialize")
+        stdio = [_stdio_start(config, stop, answers) for _ in range(repeats) for stop in STOPS]
+    progress(f"stdio start: {_median([s.initialized for s in stdio]):.3f} s to initialize")
+    exits = {
+        stop: _median([s.exited for s in stdio[i :: len(STOPS)]]) for i, stop in enumerate(STOPS)
+    }
     workers = [await _worker_start(env_cls, env_config) for _ in range(repeats)]
     progress(f"worker start: {_median([w[0] for w in workers]):.3f} s to ready")
     return StartupResult(
@@ -1052,12 +1099,16 @@ async def _startup(config: BenchConfig, progress: Progress) -> StartupResult:
         python_s=_median(python),
         import_s=imports,
         import_modules=modules,
-        stdio_initialize_s=_median([s[0] for s in stdio]),
-        stdio_first_reset_s=_median([s[1] for s in stdio]),
+        stdio_first_initialize_s=first.initialized,
+        stdio_first_tools_list_s=first.listed,
+        stdio_initialize_s=_median([s.initialized for s in stdio]),
+        stdio_tools_list_s=_median([s.listed for s in stdio]),
+        stdio_first_reset_s=_median([s.first_reset for s in stdio]),
         stdio_exit_s=exits,
         worker_ready_s=_median([w[0] for w in workers]),
         worker_first_env_s=_median([w[1] for w in workers]),
-        stdio_initialize_s_repeats=[s[0] for s in stdio],
+        stdio_initialize_s_repeats=[s.initialized for s in stdio],
+        stdio_tools_list_s_repeats=[s.listed for s in stdio],
         worker_ready_s_repeats=[w[0] for w in workers],
     )
 

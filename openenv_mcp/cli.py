@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import sys
 import threading
 from pathlib import Path
@@ -43,6 +44,9 @@ _SERVED = threading.Event()
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
+    message = message.rstrip()
+    if not message.endswith((".", "?", "!")):
+        message += "."  # a whole sentence, however the error was worded
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
 
@@ -166,9 +170,7 @@ def serve(
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
-    from openenv_mcp.server import build_server
-    from openenv_mcp.server import serve as run_server
-    from openenv_mcp.server._http import http_run_options
+    from openenv_mcp.server._prelude import current as current_prelude
 
     if ray:
         if stdio or web or web_port is not None:
@@ -197,9 +199,24 @@ def serve(
             [env_cls.Config, ServerSettings], list(ctx.args), where=env
         )
         settings = make_config(ServerSettings, settings_options, "server settings")
-        if ray:  # the replicas build the servers; here, only check the options
-            env_config = make_config(env_cls.Config, options, env)
-        else:
+        env_config = make_config(env_cls.Config, options, env)
+    except OpenEnvError as exc:
+        raise _fail(str(exc)) from None
+    prelude = current_prelude()
+    if not http and prelude is not None and prelude.silent_eof:
+        logging.getLogger("openenv_mcp").info(
+            "serving %s over stdio: stdin closed before any message, nothing to serve", env
+        )
+        return
+    if not http and os.isatty(prelude.in_fd if prelude is not None else 0):
+        typer.echo(_terminal_hint(env), err=True)
+    # The server stack (FastMCP, the MCP SDK) loads only now, after the options are checked.
+    from openenv_mcp.server import build_server
+    from openenv_mcp.server import serve as run_server
+    from openenv_mcp.server._http import http_run_options
+
+    try:
+        if not ray:  # with ray the replicas build the servers; here, only check the options
             server = build_server(env_cls, settings=settings, **options)
         if http:
             # refuse an unsafe bind before starting
@@ -264,6 +281,22 @@ def _auth_token(ctx: typer.Context, given: str | None, file: Path | None) -> str
     if from_env:
         os.environ.pop(TOKEN_ENV, None)
     return given
+
+
+def _terminal_hint(env: str) -> str:
+    """One line for a person who started a stdio server in a terminal by hand."""
+    program = sys.argv[0]
+    if program.endswith("__main__.py"):
+        command = [sys.executable, "-m", "openenv_mcp", *sys.argv[1:]]
+    else:
+        command = [program, *sys.argv[1:]]
+    web = [arg for arg in command if arg != "--stdio"] + ["--http", "--web"]
+    return (
+        f"openenv-mcp: serving {env} over stdio, waiting for an MCP client's JSON-RPC "
+        "messages on stdin (an agent harness starts this command itself; Ctrl-D ends it). "
+        f"To try it by hand: npx @modelcontextprotocol/inspector@2 -- {shlex.join(command)}, "
+        f"or {shlex.join(web)} and open http://127.0.0.1:8765/web/"
+    )
 
 
 def _serve_on_ray(env: str, **how: Any) -> None:

@@ -69,6 +69,9 @@ ArrayForm = Literal["list", "raw", "zstd"]
 
 PNG_MIME = "image/png"
 _PNG_LEVEL = 1
+#: zlib level for palette PNGs: a scaled palette frame is rows of repeated bytes, which
+#: level 6 halves again from level 1 (about 1 KB for Breakout at 480x630) for ~0.5 ms.
+_PALETTE_LEVEL = 6
 #: The one compressed encoding of raw arrays.
 ZSTD = "zstd"
 _ZSTD_LEVEL = 1
@@ -106,22 +109,51 @@ def array_form(frames: Frames) -> ArrayForm | None:
 
 
 def encode_png(frame: np.ndarray, scale: int = 1) -> bytes:
-    """Encode an ``HxW`` (grayscale) or ``HxWx3`` (RGB) uint8 array as PNG.
+    """Encode an ``HxW`` (grayscale) or ``HxWx3`` (RGB) uint8 array as PNG, losslessly.
 
     With ``scale`` > 1 each pixel becomes a ``scale`` x ``scale`` block (nearest
-    neighbour): a 160x210 Atari screen at 3 is 480x630, legible to a model.
+    neighbour): a 160x210 Atari screen at 3 is 480x630, legible to a model. A
+    scaled RGB frame of at most 256 colours (every Atari screen) is written as a
+    palette PNG, at 1, 2, 4 or 8 bits a pixel, which is both smaller and faster:
+    a Breakout screen at 480x630 is about 1 KB instead of 6 KB, where a framework
+    turning images into base64 text makes a model pay for every byte.
     """
     if frame.dtype != np.uint8 or frame.ndim not in (2, 3):
         raise ValueError(f"expected an HxW or HxWx3 uint8 frame, got {frame.dtype} {frame.shape}")
-    if scale > 1:
-        frame = np.repeat(np.repeat(frame, scale, axis=0), scale, axis=1)
     from PIL import Image  # only where frames are drawn
 
+    frame = np.ascontiguousarray(frame)
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(frame)).save(
-        buffer, format="PNG", compress_level=_PNG_LEVEL
-    )
+    if scale > 1:
+        paletted = _paletted(Image.fromarray(frame), frame, scale) if frame.ndim == 3 else None
+        if paletted is not None:
+            image, bits = paletted
+            image.save(buffer, format="PNG", compress_level=_PALETTE_LEVEL, bits=bits)
+            return buffer.getvalue()
+        frame = np.repeat(np.repeat(frame, scale, axis=0), scale, axis=1)
+    Image.fromarray(frame).save(buffer, format="PNG", compress_level=_PNG_LEVEL)
     return buffer.getvalue()
+
+
+def _paletted(image: Any, frame: np.ndarray, scale: int) -> tuple[Any, int] | None:
+    """The RGB ``frame`` as a palette image scaled by ``scale``, and its bits per pixel;
+    ``None`` past 256 colours. The palette holds exactly the frame's colours: lossless."""
+    from PIL import Image
+
+    colours = image.getcolors(256)  # C, and stops counting past 256
+    if colours is None:
+        return None
+    rgb = np.array([c for _, c in colours], dtype=np.uint32)
+    keys = np.sort((rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2])
+    palette = np.stack([keys >> 16, (keys >> 8) & 255, keys & 255], axis=1).astype(np.uint8)
+    packed = (frame[..., 0].astype(np.uint32) << 16) | (frame[..., 1].astype(np.uint32) << 8)
+    packed |= frame[..., 2]
+    index = np.searchsorted(keys, packed).astype(np.uint8)
+    index = np.repeat(np.repeat(index, scale, axis=0), scale, axis=1)
+    out = Image.fromarray(index, mode="P")
+    out.putpalette(palette.tobytes())
+    count = len(keys)
+    return out, 1 if count <= 2 else 2 if count <= 4 else 4 if count <= 16 else 8
 
 
 def decode_png(data: bytes) -> np.ndarray:

@@ -46,7 +46,7 @@ def _describe_input(value: Any) -> str:
 def format_validation_error(
     where: str, exc: ValidationError, *, noun: str = "argument", known: Iterable[str] = ()
 ) -> str:
-    """One readable clause per problem: which field, what was expected, what came.
+    """One sentence per problem: which field, what was expected, what came.
 
     Args:
         where: what was being validated (a tool name, an environment name).
@@ -60,16 +60,21 @@ def format_validation_error(
         name = ".".join(str(p) for p in err["loc"]) or f"{noun}s"
         kind = err["type"]
         if kind == "missing":
-            problems.append(f"{noun} {name!r} is required")
+            problems.append(f"{noun} {name!r} is required.")
         elif kind == "extra_forbidden":
             hint = did_you_mean(name, known)
-            listed = f" {noun.capitalize()}s: {', '.join(known)}" if known else ""
+            listed = f" {noun.capitalize()}s: {', '.join(known)}." if known else ""
             problems.append(f"unknown {noun} {name!r}.{hint}{listed}")
         else:
-            # A validator's own ValueError reads better without pydantic's prefix.
+            # A validator's own ValueError reads better without pydantic's prefix; one
+            # written as whole sentences already says what came.
             message = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{noun} {name!r}: {message}, got {_describe_input(err.get('input'))}")
-    return f"{where}: " + "; ".join(problems)
+            if kind != "value_error" or not message.endswith((".", "?", "!")):
+                message = f"{message}, got {_describe_input(err.get('input'))}."
+            problems.append(f"{noun} {name!r}: {message}")
+    # The first sentence follows "where:"; the others start sentences of their own.
+    sentences = [problems[0], *(p[:1].upper() + p[1:] for p in problems[1:])]
+    return f"{where}: " + " ".join(sentences)
 
 
 def make_config(model: type[M], options: Mapping[str, Any], where: str) -> M:
@@ -120,7 +125,7 @@ def parse_cli_options(
     while i < len(args):
         token = args[i]
         if not token.startswith("--"):
-            raise ArgumentError(f"unexpected argument {token!r}; options look like --name value")
+            raise ArgumentError(f"unexpected argument {token!r}: options look like --name value.")
         key, eq, value = token[2:].partition("=")
         name = key.replace("-", "_")
         negated = name.startswith("no_") and name[3:] in owners
@@ -128,10 +133,10 @@ def parse_cli_options(
             name = name[3:]
         if name not in owners:
             given = token.split("=")[0]
-            see = f" (see: openenv-mcp describe {where})" if where else ""
+            see = f" `openenv-mcp describe {where}` explains each." if where else ""
             raise ArgumentError(
                 f"unknown option {given!r}{' for ' + repr(where) if where else ''}."
-                f"{did_you_mean(given, flags)} Options: {' '.join(flags)}{see}"
+                f"{did_you_mean(given, flags)} Options: {' '.join(flags)}.{see}"
             )
         model = models[owners[name]]
         if _is_bool(model, name) and not eq:
@@ -140,7 +145,7 @@ def parse_cli_options(
             continue
         if not eq:
             if i + 1 >= len(args):
-                raise ArgumentError(f"option {token!r} needs a value")
+                raise ArgumentError(f"option {token!r} needs a value.")
             value = args[i + 1]
             i += 1
         if _is_list(model, name):  # repeatable: --reward a --reward b

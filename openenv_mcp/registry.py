@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "EnvEntry",
+    "env_extra",
     "env_names",
     "get_entry",
     "get_env_class",
@@ -101,8 +102,10 @@ class EnvEntry:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
+            reason = str(exc).rstrip(".")
             raise DependencyNotInstalled(
-                f"environment {self.name!r} ({self.reference}) could not be imported: {exc}"
+                f"environment {self.name!r} ({self.reference}) could not be imported: {reason}."
+                f"{_extra_hint(self.name)}"
             ) from exc
         cls = getattr(module, attr, None)
         if cls is None:
@@ -117,6 +120,27 @@ class EnvEntry:
                 "not a subclass of openenv_mcp.Environment"
             )
         return cls
+
+
+def env_extra(name: str) -> tuple[str, str] | None:
+    """The distribution and extra that install ``name``'s dependencies, where the
+    distribution registering it declares an extra of that name (``openenv-mcp[chess]``)."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        dist = ep.dist
+        if dist is not None and name in (dist.metadata.get_all("Provides-Extra") or []):
+            return dist.metadata["Name"], name
+    return None
+
+
+def _extra_hint(name: str) -> str:
+    found = env_extra(name)
+    if found is None:
+        return ""
+    package, extra = found
+    return (
+        f" Install its extra: pip install '{package}[{extra}]' (in a clone of openenv-mcp: "
+        f"./dev setup {name})."
+    )
 
 
 def register(name: str, reference: str) -> None:

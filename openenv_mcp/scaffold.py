@@ -20,6 +20,7 @@ from typing import Literal
 
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.manifest import FORMAT, Manifest
+from openenv_mcp.registry import env_extra
 
 __all__ = ["KINDS", "Kind", "dockerfile", "init_package"]
 
@@ -163,7 +164,10 @@ def dockerfile(manifest: Manifest, install: str | None = None) -> str:
                 f"{manifest.name} is not from an installed package, so an image cannot install "
                 "it from an index: generate the Dockerfile inside its package (init does)"
             )
-        get = f"RUN pip install --no-cache-dir {manifest.package}=={manifest.version}"
+        # A shipped environment's heavy dependencies are in its own extra.
+        found = env_extra(manifest.name)
+        extra = f"[{found[1]}]" if found is not None and found[0] == manifest.package else ""
+        get = f"RUN pip install --no-cache-dir {manifest.package}{extra}=={manifest.version}"
     health = (
         "import urllib.request; urllib.request.urlopen("
         f"'http://127.0.0.1:{serve.port}{serve.health_path}', timeout=4)"

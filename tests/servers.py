@@ -30,7 +30,7 @@ from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "openenv_mcp.cli"]
+CLI = [sys.executable, "-m", "openenv_mcp"]
 #: What must never reach a client: tracebacks and the server's file paths.
 LEAKS = ("Traceback", 'File "', "site-packages", "/secret/", str(ROOT))
 #: Every transport, for ``@pytest.mark.parametrize("transport", TRANSPORTS)``.
@@ -191,9 +191,14 @@ def child_pids() -> set[int]:
 class RawStdio:
     """A stdio server spoken to line by line; every read is bounded."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=env,
         )
         self.lines: Queue[bytes] = Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -224,18 +224,27 @@ def test_startup_times_imports_stdio_and_a_worker() -> None:
     assert data["repeats"] == 1 and data["python_s"] > 0
     assert set(data["import_s"]) == set(data["import_modules"]) and len(data["import_s"]) == 3
     assert all(n > 0 for n in data["import_modules"].values())
+    assert all(t >= 0 for t in data["import_s"].values())  # timed inside each interpreter
     for name in (
+        "stdio_first_initialize_s",
+        "stdio_first_tools_list_s",
         "stdio_initialize_s",
+        "stdio_tools_list_s",
         "stdio_first_reset_s",
         "worker_ready_s",
         "worker_first_env_s",
     ):
         assert isinstance(data[name], float) and data[name] > 0
-    assert data["stdio_first_reset_s"] >= data["stdio_initialize_s"]
+    assert data["stdio_first_tools_list_s"] >= data["stdio_first_initialize_s"]
+    assert data["stdio_tools_list_s"] >= data["stdio_initialize_s"]
+    assert data["stdio_first_reset_s"] >= data["stdio_tools_list_s"]
+    assert len(data["stdio_tools_list_s_repeats"]) == 3  # one per kind of stop
     assert set(data["stdio_exit_s"]) == {"stdin closed", "SIGINT", "SIGTERM"}
     assert data["worker_first_env_s"] >= data["worker_ready_s"]
     table = runner.invoke(app, ["bench", "echo", "--startup", "--repeats", "1"])
     assert "stdio: spawn -> initialize answered" in table.stdout
+    assert "stdio: spawn -> tools/list answered" in table.stdout
+    assert " -0." not in table.stdout
 
 
 def test_cli_defaults_are_the_library_defaults() -> None:

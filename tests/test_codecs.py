@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from PIL import Image
 
 from openenv_mcp.codecs import decode_png, decode_raw, encode_png, encode_raw
 
@@ -93,6 +95,35 @@ def test_a_flipped_byte_never_crashes_the_decoder(position: int, byte: int) -> N
 def test_png_round_trip(shape: tuple[int, ...]) -> None:
     frame = frame_like()[..., 0] if len(shape) == 2 else frame_like()
     assert np.array_equal(decode_png(encode_png(frame)), frame)
+
+
+@pytest.mark.parametrize("colours", [2, 4, 9, 16, 17, 256])
+@pytest.mark.parametrize("scale", [2, 3])
+def test_scaled_frames_are_palette_pngs_and_lossless(colours: int, scale: int) -> None:
+    rng = np.random.default_rng(colours)
+    palette = rng.choice(256**3, size=colours, replace=False)
+    picked = rng.integers(0, colours, size=(21, 16))
+    picked.flat[:colours] = np.arange(colours)  # every colour is used
+    chosen = palette[picked]
+    frame = np.stack([chosen >> 16, (chosen >> 8) & 255, chosen & 255], axis=-1).astype(np.uint8)
+    data = encode_png(frame, scale=scale)
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.mode == "P"
+        depth = data[24]  # IHDR's bit depth
+    assert depth == (1 if colours <= 2 else 2 if colours <= 4 else 4 if colours <= 16 else 8)
+    expected = np.repeat(np.repeat(frame, scale, axis=0), scale, axis=1)
+    assert np.array_equal(decode_png(data), expected)
+
+
+def test_frames_of_many_colours_and_grayscale_scale_as_they_are() -> None:
+    noise = np.random.default_rng(0).integers(0, 256, size=(30, 20, 3), dtype=np.uint8)
+    gray = noise[..., 0]
+    for frame in (noise, gray):
+        data = encode_png(frame, scale=2)
+        with Image.open(io.BytesIO(data)) as image:
+            assert image.mode in ("RGB", "L")
+        expected = np.repeat(np.repeat(frame, 2, axis=0), 2, axis=1)
+        assert np.array_equal(decode_png(data), expected)
 
 
 def test_png_refuses_what_is_not_a_frame() -> None:

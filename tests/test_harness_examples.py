@@ -56,13 +56,15 @@ def dev_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     venv = tmp_path_factory.mktemp("venv")
     (venv / "bin").mkdir()
     launcher = venv / "bin" / "openenv-mcp"
-    launcher.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m openenv_mcp.cli "$@"\n')
+    launcher.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m openenv_mcp "$@"\n')
     launcher.chmod(0o755)
     with open(ROOT / "pyproject.toml", "rb") as pyproject:
         checksum = subprocess.run(
             ["cksum"], stdin=pyproject, capture_output=True, text=True, check=True, timeout=30
         ).stdout.split()[0]
-    (venv / f".openenv-mcp-{checksum}").touch()
+    (venv / ".openenv-mcp").mkdir()
+    for tier in ("serve", "env-atari", "env-openspiel"):  # what ./dev setup stamps
+        (venv / ".openenv-mcp" / tier).write_text(f"{checksum}\n")
     env["OPENENV_MCP_VENV"] = str(venv)
     return env
 
@@ -87,7 +89,7 @@ async def test_config_command_serves_atari(
     server = filled(name)["mcpServers"]["atari"]
     assert server.get("type", "stdio") == "stdio"
     assert Path(server["command"]) == ROOT / "dev"
-    assert server["args"][:3] == ["serve", "atari", "--stdio"]
+    assert server["args"][:4] == ["run", "serve", "atari", "--stdio"]  # never installs
     transport = StdioTransport(
         command=server["command"],
         args=server["args"],
@@ -183,7 +185,7 @@ def test_claude_code_connects_with_the_config_and_the_one_liner(
     entry = json.dumps(filled("claude_code.mcp.json")["mcpServers"]["atari"])
     claude(claude_cli, dev_env, tmp_path, "mcp", "add-json", "--scope", "local", "atari", entry)
     listed = claude(claude_cli, dev_env, tmp_path, "mcp", "list")
-    command = "/dev serve atari --stdio --profile agent --game breakout"
+    command = "/dev run serve atari --stdio --profile agent --game breakout"
     assert re.search(rf"^atari: .*{command} - .*Connected", listed, re.M)
     # the README's one-liner, run from the repository root
     (one_liner,) = readme_commands("claude mcp add ")

@@ -30,7 +30,7 @@ def node_tools() -> dict[str, str]:
 
 
 def server_command(env: str, *options: str) -> list[str]:
-    return [sys.executable, "-m", "openenv_mcp.cli", "serve", env, "--stdio", *options]
+    return [sys.executable, "-m", "openenv_mcp", "serve", env, "--stdio", *options]
 
 
 def inspector(

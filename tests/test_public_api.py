@@ -106,6 +106,7 @@ PUBLIC = {
     "openenv_mcp.registry": [
         "ENTRY_POINT_GROUP",
         "EnvEntry",
+        "env_extra",
         "env_names",
         "get_entry",
         "get_env_class",

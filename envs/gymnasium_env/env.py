@@ -212,7 +212,8 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
         if self._frames and _PYGAME_MISSING.get(config.id):
             raise DependencyNotInstalled(
                 f"{config.id} draws its frames with pygame, which is not installed: "
-                "pip install pygame (or serve without frames: --no-render)"
+                "pip install 'openenv-mcp[gymnasium]' (in a clone of openenv-mcp: ./dev setup "
+                "gymnasium), or serve without frames: --no-render."
             )
         self._env = _make(config, "rgb_array" if self._frames else None)
         unwrapped = self._env.unwrapped

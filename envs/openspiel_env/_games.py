@@ -198,7 +198,7 @@ def coerce_params(game: str, params: Mapping[str, Any]) -> dict[str, Any]:
     if game not in types:
         raise ArgumentError(
             f"unknown OpenSpiel game {game!r}.{did_you_mean(game, types)} "
-            f"Games: {', '.join(list_games())} (see: openenv-mcp describe openspiel)"
+            f"Games: {', '.join(list_games())}. `openenv-mcp describe openspiel` describes them."
         )
     spec = dict(types[game].parameter_specification)
     result: dict[str, Any] = {}

@@ -18,7 +18,12 @@ At stdin EOF, requests in flight (on either path) finish and their replies
 are written before the server exits: nothing a client sent is dropped. A line
 that is not JSON, or not a JSON-RPC request, is answered with the JSON-RPC
 error for it (id null where it has no usable id); a line over
-:data:`MAX_LINE` is answered once and skipped.
+:data:`MAX_LINE` is answered once and skipped. Stdin that is not a pipe, socket
+or terminal (a file, ``/dev/null``) is read on a thread.
+
+Started by ``openenv-mcp serve --stdio``, the server takes over from the
+process's :class:`~openenv_mcp.server._prelude.Prelude`, which has been reading
+stdin and answering the handshake since the process started.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -43,6 +49,8 @@ from fastmcp import FastMCP
 from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._direct import dumps, is_request_id
+from openenv_mcp.server._prelude import Handover, Recorder, is_private
+from openenv_mcp.server._prelude import current as current_prelude
 
 __all__ = ["MAX_LINE", "LineConnection", "serve_stdio"]
 
@@ -64,13 +72,16 @@ class _Wire:
     ``print`` in an environment lands in the log, not in the protocol.
     """
 
-    def __init__(self) -> None:
-        self._in = os.dup(0)
-        self._out = os.dup(1)
-        os.dup2(2, 1)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+    def __init__(self, fds: tuple[int, int] | None = None) -> None:
+        if fds is not None:  # a prelude's, already held privately
+            self._in, self._out = fds
+        else:
+            self._in = os.dup(0)
+            self._out = os.dup(1)
+            os.dup2(2, 1)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
         self.reader = os.fdopen(self._in, "rb", buffering=0)
         self.writer: IO[bytes] = os.fdopen(self._out, "wb", buffering=0)
         # A batch of raw frames is megabytes; Linux pipes hold 64 KiB, so the
@@ -85,15 +96,24 @@ class _Wire:
         self.writer.close()
 
 
-async def _lines(reader: IO[bytes]) -> AsyncIterator[bytes | ValueError]:
-    """Lines from ``reader``; a line over :data:`MAX_LINE` yields one ValueError, once."""
-    loop = asyncio.get_running_loop()
-    stream = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), reader)
-    except ValueError:
-        # Not a pipe, socket or tty (e.g. a regular file): read it on a thread.
-        while line := await anyio.to_thread.run_sync(reader.readline, MAX_LINE + 1):
+async def _lines(
+    reader: IO[bytes], lead: Handover | None = None
+) -> AsyncIterator[bytes | ValueError]:
+    """Lines from ``reader``, after ``lead``'s (what a prelude read first); a line over
+    :data:`MAX_LINE` yields one ValueError, once."""
+    lead = lead or Handover()
+    for line in lead.lines:
+        yield line
+    if lead.eof:
+        if lead.rest:
+            yield lead.rest
+        return
+    if not _pollable(reader.fileno()):
+        # A regular file, /dev/null (which epoll refuses, and asyncio would only log
+        # that and wait forever), another device: read it on a thread.
+        rest = lead.rest
+        while line := rest + await anyio.to_thread.run_sync(reader.readline, MAX_LINE + 1):
+            rest = b""
             if len(line) <= MAX_LINE:
                 yield line
                 continue
@@ -103,6 +123,11 @@ async def _lines(reader: IO[bytes]) -> AsyncIterator[bytes | ValueError]:
                     break
             yield ValueError("line too long")
         return
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), reader)
+    if lead.rest:
+        stream.feed_data(lead.rest)
     while True:
         try:
             line = await stream.readuntil(b"\n")
@@ -115,6 +140,12 @@ async def _lines(reader: IO[bytes]) -> AsyncIterator[bytes | ValueError]:
             yield ValueError("line too long")
             continue
         yield line
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait on ``fd``: a pipe, a socket or a terminal."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 async def _skip_line(stream: asyncio.StreamReader) -> None:
@@ -155,12 +186,19 @@ class LineConnection:
         write: writes one line (bytes with the newline) to the client.
         transport: what the handlers are told the call came over (``"stdio"``,
             ``"memory"``): one client per connection, so a default episode.
+        recorder: sees the standard stack's requests and answers (a prelude's).
     """
 
     def __init__(
-        self, server: FastMCP, app: EnvApp, write: Callable[[bytes], object], transport: str
+        self,
+        server: FastMCP,
+        app: EnvApp,
+        write: Callable[[bytes], object],
+        transport: str,
+        recorder: Recorder | None = None,
     ) -> None:
         self.server = server
+        self.recorder = recorder
         self.direct = app.direct_calls(server, transport)
         self._write = write
         self.drain_timeout = app.settings.call_timeout + _DRAIN_GRACE
@@ -212,9 +250,11 @@ class LineConnection:
     async def pump_out(self, stream: Any) -> None:
         async for wrapped in stream:
             message = wrapped.message
-            data = message.model_dump_json(by_alias=True, exclude_unset=True)
-            self.write(data.encode() + b"\n")
-            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            data = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            response = isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
+            if not (response and self.recorder and self.recorder.outbound(message.id, data)):
+                self.write(data + b"\n")
+            if response:
                 self._answered(message.id)
 
     async def pump_in(
@@ -249,8 +289,13 @@ class LineConnection:
                 self._invalid(message)
                 continue
             if isinstance(parsed, types.JSONRPCRequest):
-                self.standard[parsed.id] += 1
-                self._begin()
+                if self.recorder is not None:
+                    self.recorder.inbound(message)
+                # A request the prelude already answered is replayed for the stack's
+                # state only: the client is owed nothing for it, so EOF need not wait.
+                if not is_private(parsed.id):
+                    self.standard[parsed.id] += 1
+                    self._begin()
             elif (
                 isinstance(parsed, types.JSONRPCNotification)
                 and parsed.method == "notifications/cancelled"
@@ -289,12 +334,23 @@ class LineConnection:
 
 
 async def serve_stdio(server: FastMCP, app: EnvApp) -> None:
-    """Serve ``server`` over this process's stdin/stdout until stdin closes."""
-    wire = _Wire()
-    conn = LineConnection(server, app, wire.writer.write, "stdio")
+    """Serve ``server`` over this process's stdin/stdout until stdin closes.
+
+    Where this process started a prelude (``openenv-mcp serve --stdio``), the
+    server takes over its wire and everything it read.
+    """
+    prelude = current_prelude()
+    if prelude is not None and prelude.handed:
+        prelude = None  # a second server in the process: the prelude served the first
+    wire = _Wire((prelude.in_fd, prelude.out_fd) if prelude else None)
+    recorder = prelude.recorder(app.env_cls.__module__) if prelude else None
+    conn = LineConnection(server, app, wire.writer.write, "stdio", recorder)
+    if recorder is not None:
+        recorder.send = conn.write
+    lead = prelude.hand_over() if prelude else None
     try:
         async with use_transport("stdio"):
-            await conn.serve(_lines(wire.reader))
+            await conn.serve(_lines(wire.reader, lead))
     finally:
         with contextlib.suppress(OSError):
             wire.restore()

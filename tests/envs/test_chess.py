@@ -671,9 +671,10 @@ def test_the_harness_config_serves_chess_for_an_agent() -> None:
     config = json.loads((ROOT / "harness_examples" / "chess.mcp.json").read_text())
     server = config["mcpServers"]["chess"]
     assert server["command"] == "/ABSOLUTE/PATH/TO/openenv-mcp/dev"
-    assert server["args"][:5] == ["serve", "chess", "--stdio", "--profile", "agent"]
+    # ./dev run: the set-up venv's openenv-mcp, never installing
+    assert server["args"][:6] == ["run", "serve", "chess", "--stdio", "--profile", "agent"]
     transport = StdioTransport(
-        command=CLI[0], args=[*CLI[1:], *server["args"]], env={**os.environ}, cwd=str(ROOT)
+        command=CLI[0], args=[*CLI[1:], *server["args"][1:]], env={**os.environ}, cwd=str(ROOT)
     )
 
     async def main() -> None:

@@ -305,7 +305,7 @@ def test_missing_pygame_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "pygame" else real(name, *a)
     )
-    with pytest.raises(DependencyNotInstalled, match=r"pip install pygame.*--no-render"):
+    with pytest.raises(DependencyNotInstalled, match=r"openenv-mcp\[gymnasium\].*--no-render"):
         make("CartPole-v1")
     make("CartPole-v1", render=False).close()  # without frames pygame is not needed
 

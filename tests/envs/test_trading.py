@@ -671,8 +671,9 @@ async def test_harness_config_serves_the_agent_profile(tmp_path: Path) -> None:
     config = json.loads((ROOT / "harness_examples" / "trading.mcp.json").read_text())
     server = config["mcpServers"]["trading"]
     assert server["command"] == "/ABSOLUTE/PATH/TO/openenv-mcp/dev"
-    assert server["args"][:3] == ["serve", "trading", "--stdio"] and "agent" in server["args"]
-    command = stdio_command("trading", *server["args"][3:])  # ./dev serve, without ./dev
+    assert server["args"][:4] == ["run", "serve", "trading", "--stdio"]
+    assert "agent" in server["args"]
+    command = stdio_command("trading", *server["args"][4:])  # ./dev run serve, without ./dev
     transport = StdioTransport(
         command=command[0], args=command[1:], env={**os.environ}, cwd=str(tmp_path)
     )

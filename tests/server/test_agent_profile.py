@@ -13,6 +13,7 @@ The content shape each harness family relies on (see the README, "What the model
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import anyio
@@ -21,6 +22,7 @@ from fastmcp import Client
 
 from openenv_mcp.codecs import png_from_b64
 from openenv_mcp.server import ServerSettings, build_server
+from tests.figures import record_figure
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +54,13 @@ async def test_agent_results_are_text_and_a_legible_image_only() -> None:
             assert frame.shape == (630, 480, 3)  # 210x160, three times: short edge >= 400
             step = await call(client, "fire")
             assert text_of(step).startswith("Step 1 (FIRE): reward +0, return 0, 5 lives left")
+            step = await call(client, "step", action="RIGHT", repeat=12)
+            png = base64.b64decode(step.content[1].data)
+            # A palette PNG: where a framework turns the image into base64 text (ADK,
+            # LlamaIndex), the model pays for every byte of it, every step.
+            assert len(png) <= 3000, len(png)
+            assert min(png_from_b64(step.content[1].data).shape[:2]) >= 400
+            record_figure(f"agent profile: Breakout frame after RIGHT x12: {len(png)} bytes")
 
 
 async def test_full_results_carry_the_same_summary_in_text_and_structured_content() -> None:

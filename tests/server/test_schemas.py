@@ -94,7 +94,7 @@ def test_the_inspector_strict_check_finds_nothing(
     options: list[str],
     profile: str,
 ) -> None:
-    server = [sys.executable, "-m", "openenv_mcp.cli", "serve", env, "--stdio", *options]
+    server = [sys.executable, "-m", "openenv_mcp", "serve", env, "--stdio", *options]
     proc = subprocess.run(
         [
             node_tools["INSPECTOR"],

@@ -62,7 +62,7 @@ def _command(target: str | Sequence[str]) -> list[str]:
     # A trainer's venv may not be on PATH (a notebook kernel, `venv/bin/python x.py`);
     # the openenv-mcp installed beside this client is then the one meant.
     if argv[0] == "openenv-mcp" and shutil.which("openenv-mcp") is None:
-        argv = [sys.executable, "-m", "openenv_mcp.cli", *argv[1:]]
+        argv = [sys.executable, "-m", "openenv_mcp", *argv[1:]]
     return argv
 
 

@@ -1,0 +1,34 @@
+"""The ``openenv-mcp`` command's entry point: a stdio server's prelude first, then the CLI.
+
+The CLI (typer, pydantic, the option models) and the server stack take well over
+a second to import. A command line that serves over stdio starts its prelude
+(:mod:`openenv_mcp.server._prelude`) before importing any of them, so a harness
+gets its ``initialize`` answer while they load.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "serves_stdio"]
+
+#: Flags after which ``serve`` does not serve over stdio (or not through the prelude's path).
+_NOT_STDIO = frozenset({"--http", "--ray", "--help", "-h", "--no-fast-path"})
+
+
+def serves_stdio(argv: Sequence[str]) -> bool:
+    """Whether the command line ``argv`` (without the program) serves over stdio."""
+    return bool(argv) and argv[0] == "serve" and _NOT_STDIO.isdisjoint(argv[1:])
+
+
+def main() -> None:
+    """Run the ``openenv-mcp`` command."""
+    argv = sys.argv[1:]
+    if serves_stdio(argv):
+        from openenv_mcp.server._prelude import start
+
+        start(argv[1:])
+    from openenv_mcp.cli import main as cli_main
+
+    cli_main()
