@@ -32,15 +32,8 @@ _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 #: Run outside the sandbox with ``python -I``: what the interpreter itself needs.
 _DESCRIBE = r"""
-import json, sys, sysconfig
-paths = sysconfig.get_paths()
-print(json.dumps({
-    "executable": sys.executable,
-    "prefix": sys.prefix,
-    "base_prefix": sys.base_prefix,
-    "stdlib": [paths["stdlib"], paths["platstdlib"]],
-    "path": [p for p in sys.path if p],
-}))
+import json, os, sys
+print(json.dumps({"stdlib": os.path.dirname(os.__file__), "path": [p for p in sys.path if p]}))
 """
 
 
@@ -107,10 +100,9 @@ def interpreter_view(python: str, secrets: tuple[str, ...] = ()) -> InterpreterV
     bind(real)
     for cfg in (os.path.dirname(real), os.path.dirname(os.path.dirname(real))):
         bind(os.path.join(cfg, "pyvenv.cfg"))  # where a venv's interpreter finds its home
-    for stdlib in described["stdlib"]:
-        # the standard library's parent (``lib``) also holds libpython and the libraries
-        # its extension modules link; its site-packages is masked below
-        bind(os.path.dirname(os.path.realpath(stdlib)))
+    # the standard library's parent (``lib``) also holds libpython and the libraries its
+    # extension modules link; any site-packages in it is masked below
+    bind(os.path.dirname(os.path.realpath(described["stdlib"])))
     for entry in described["path"]:
         real_entry = os.path.realpath(entry)
         if not any(name in PACKAGE_DIRS for name in real_entry.split("/")):
@@ -145,6 +137,7 @@ def bwrap_argv(
     info_fd: int | None = None,
 ) -> list[str]:
     """bwrap up to ``--``: the sandbox, with ``workdir`` as its writable ``/sandbox``."""
+    size = str(tmp_mib << 20)
     args = [
         bwrap,
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup
@@ -163,22 +156,7 @@ def bwrap_argv(
         "--new-session",
         "--clearenv",
         *_env_args(),
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
-    for name in _ROOT_LINKS:
-        path = f"/{name}"
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    for path in view.binds:
-        args += ["--ro-bind", path, path]
-    for path in view.masks:
-        args += _mask_args(path)
-    size = str(tmp_mib << 20)
-    args += [
+        # first the fresh mounts, so binds of an interpreter under /tmp land on top of them
         "--proc",
         "/proc",
         "--dev",
@@ -193,6 +171,21 @@ def bwrap_argv(
         size,
         "--tmpfs",
         "/tmp",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for name in _ROOT_LINKS:
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in view.binds:
+        args += ["--ro-bind", path, path]
+    for path in view.masks:
+        args += _mask_args(path)
+    args += [
         "--bind",
         workdir,
         INSIDE_DIR,

@@ -22,7 +22,6 @@ from pathlib import Path
 from openenv_mcp.errors import InvalidAction
 
 __all__ = [
-    "NotRegular",
     "check_path",
     "collect_files",
     "empty_dir",
@@ -46,10 +45,6 @@ _KINDS = {
     stat.S_IFBLK: "a block device",
     stat.S_IFLNK: "a symbolic link",
 }
-
-
-class NotRegular(InvalidAction):
-    """The path names something other than a regular file (a FIFO, socket, device, link)."""
 
 
 def kind_of(mode: int) -> str:
@@ -150,7 +145,7 @@ def read_file(root: Path, parts: tuple[str, ...], limit: int) -> tuple[bytes, in
     """The first ``limit`` bytes of a regular file and its size, or ``None`` if there is none.
 
     Raises:
-        NotRegular: the path is a FIFO, socket, device, directory or symbolic link (said at
+        InvalidAction: the path is a FIFO, socket, device, directory or symbolic link (said at
             once: nothing here waits for a writer).
     """
     try:
@@ -168,14 +163,14 @@ def read_file(root: Path, parts: tuple[str, ...], limit: int) -> tuple[bytes, in
                 mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
             except OSError:
                 return None
-            raise NotRegular(
+            raise InvalidAction(
                 f"{name!r} is {kind_of(mode)}, not a regular file: only regular files can be "
                 f"read ({exc.strerror})"
             ) from None
         try:
             info = os.fstat(handle)
             if not stat.S_ISREG(info.st_mode):
-                raise NotRegular(
+                raise InvalidAction(
                     f"{name!r} is {kind_of(info.st_mode)}, not a regular file: only regular "
                     "files can be read"
                 )

@@ -550,6 +550,11 @@ def _probe_cached(
     with tempfile.TemporaryDirectory(prefix="openenv-coding-probe-") as tmp:
         if uid is not None:
             os.chown(tmp, uid, uid)  # bubblewrap, as that uid, must reach the work dir
+        # bubblewrap alone first: where namespaces are refused, its message says so best
+        plain = [*bwrap_argv(bwrap, view, 1, tmp), view.python, "-I", "-c", "pass"]
+        problem = _run_probe(plain, uid)
+        if problem is not None:
+            return problem
         try:
             workdir = Workdir(tmp, uid, quota_bytes=1 << 20, max_files=16, bounded=True)
         except OSError as exc:
@@ -560,26 +565,12 @@ def _probe_cached(
                 *bwrap_argv(bwrap, view, 1, workdir.host),
                 *probe_payload(view.python, secrets),
             ]
-            try:
-                proc = subprocess.run(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                    start_new_session=True,
-                    cwd="/",
-                    env=RUN_ENV,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                return f"bubblewrap could not run here ({exc})"
+            problem = _run_probe(argv, None)
             answer = workdir.path / "probe"
-            if proc.returncode != 0 or not answer.is_file():
-                why = proc.stderr.decode(errors="replace").strip().splitlines()
-                return (
-                    f"bubblewrap could not run here (exit {proc.returncode}: "
-                    f"{why[-1] if why else 'no message'})"
-                )
+            if problem is None and not answer.is_file():
+                problem = "bubblewrap ran, but the probe's file never reached the work dir"
+            if problem is not None:
+                return problem
             seen = secrets_visible(answer.read_text())
         finally:
             workdir.close()
@@ -587,6 +578,33 @@ def _probe_cached(
         return (
             "the tasks' expected values would be readable inside the sandbox "
             f"({', '.join(seen)}): install the package where no bound directory holds it"
+        )
+    return None
+
+
+def _run_probe(argv: list[str], uid: int | None) -> str | None:
+    """Why ``argv`` (a sandboxed probe) failed, or ``None``."""
+    try:
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+            start_new_session=True,
+            cwd="/",
+            env=RUN_ENV,
+            user=uid,
+            group=uid,
+            extra_groups=[] if uid is not None else None,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not run here ({exc})"
+    if proc.returncode != 0:
+        why = proc.stderr.decode(errors="replace").strip().splitlines()
+        return (
+            f"bubblewrap could not run here (exit {proc.returncode}: "
+            f"{why[-1] if why else 'no message'})"
         )
     return None
 
