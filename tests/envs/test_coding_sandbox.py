@@ -11,8 +11,11 @@ nothing here can hurt the machine.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -34,7 +37,7 @@ from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests.envs.test_coding import SOLUTIONS, bwrap, sandbox_pids  # noqa: F401
 from tests.envs.unprivileged import User, unprivileged_user
 from tests.figures import record_figure
-from tests.servers import INITIALIZE, ROOT, RawStdio, call, start_http, stdio_command, stop
+from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call, start_http, stdio_command, stop
 
 #: Four processes, each holding 80 MiB (each under its own RLIMIT_AS): 320 MiB together.
 FOUR_PROCESSES = """
@@ -52,6 +55,25 @@ for i in range(4):
 print([os.waitpid(k, 0)[1] for k in kids])
 """
 MEMORY_MIB = 192
+#: The page that states these guarantees: its commands run below, as written.
+PAGE = (ROOT / "docs" / "security-sandbox.md").read_text()
+
+
+def page_commands(prefix: str) -> list[list[str]]:
+    """The page's shell commands that start with ``prefix`` (comments dropped)."""
+    blocks = re.findall(r"```bash\n(.*?)```", PAGE, re.S)
+    lines = [line for block in blocks for line in block.splitlines()]
+    return [shlex.split(line, comments=True) for line in lines if line.startswith(prefix)]
+
+
+def image_command() -> list[str]:
+    """What the page's ``docker run`` runs in the project's image: its ENTRYPOINT, then the
+    arguments after the image name."""
+    (docker,) = page_commands("docker run")
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    entry = re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.M)
+    assert entry is not None
+    return [*json.loads(entry[1]), *docker[docker.index("openenv-mcp") + 1 :]]
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +94,14 @@ def scratch_dir() -> str:
 
 @pytest.fixture(scope="module")
 def unprivileged_server(bwrap: str, user: User) -> Iterator[dict[str, Any]]:  # noqa: F811
-    """``serve coding --http`` as the non-root user, holding a token (as the image runs)."""
+    """The image's command for the coding environment (the page's ``docker run``) as the
+    non-root user, on every address, holding a token: the container's situation."""
     token = secrets.token_urlsafe(24)
-    command = user.serve("coding", OPENENV_MCP_AUTH_TOKEN=token)
+    image = image_command()
+    assert image[:3] == ["openenv-mcp", "serve", "coding"] and "--http" in image
+    command = user.wrap(
+        [*user.cli, *image[1:]], OPENENV_MCP_AUTH_TOKEN=token, OPENENV_MCP_HOST="0.0.0.0"
+    )
     options = ["--memory-mib", str(MEMORY_MIB), "--wall-seconds", "8", "--max-steps", "100"]
     proc, url = start_http("coding", *options, command=command, timeout=120)
     try:
@@ -170,6 +197,23 @@ def test_an_unprivileged_server_bounds_an_episodes_memory(
         assert obs["stdout"] == "42\n"
 
 
+@pytest.mark.integration
+def test_the_pages_serve_commands_run_as_written(bwrap: str) -> None:  # noqa: F811
+    local, exposed = page_commands("openenv-mcp serve")
+    with MCPEnvClient([*CLI, *local[1:], "--log-level", "WARNING"]).sync() as client:
+        _, info = client.reset(options={"task": "fizzbuzz"})
+        assert info["sandbox"] == "unsafe-rlimits"
+    assert exposed[:4] == ["openenv-mcp", "serve", "coding", "--http"]
+    proc, url = start_http("coding", *exposed[4:])
+    try:
+        with MCPEnvClient(url).sync() as client:
+            config = client.spec.config
+            assert (config["memory_mib"], config["workdir_quota_mib"]) == (256, 16)
+            assert config["max_files"] == 2000
+    finally:
+        stop(proc)
+
+
 # -- the unisolated fallback, as a non-root user ------------------------------------------------
 
 
@@ -201,13 +245,12 @@ def test_the_unsafe_fallback_as_a_non_root_user(bwrap: str, user: User) -> None:
         assert refused.returncode != 0
         assert "cannot isolate code here" in refused.stderr
         assert "apt-get install bubblewrap" in refused.stderr and "unsafe-rlimits" in refused.stderr
-        launch = user.serve_without_userns("coding", "--stdio", "--sandbox", "unsafe-rlimits")
+        launch = user.serve_without_userns(
+            "coding", "--stdio", "--sandbox", "unsafe-rlimits", CANARY=canary
+        )
     else:
-        launch = user.serve("coding", "--stdio", "--sandbox", "unsafe-rlimits")
-    argv = [a if a != "env" else "env" for a in launch]
-    at = argv.index("-i") + 1
-    argv.insert(at, f"CANARY={canary}")
-    with MCPEnvClient(argv).sync() as client:
+        launch = user.serve("coding", "--stdio", "--sandbox", "unsafe-rlimits", CANARY=canary)
+    with MCPEnvClient(launch).sync() as client:
         _, info = client.reset(options={"task": "fizzbuzz"})
         assert info["sandbox"] == "unsafe-rlimits"
         peek = "import os; print(os.getuid(), open(f'/proc/{os.getppid()}/environ').read())"
@@ -239,7 +282,9 @@ for entry in sys.path:  # and wherever the interpreter would import from
         FOUND.update(glob.glob(pattern, recursive=True))
 for path in FOUND:
     try:
-        for task in json.load(open(path)):
+        data = json.load(open(path))
+        tasks = data.get("tasks", [data]) if isinstance(data, dict) else data
+        for task in [t for t in tasks if t["entry_point"] == "fizzbuzz"]:
             for test in task["tests"]:
                 key = json.dumps([test.get("args", []), test.get("kwargs", {})])
                 TABLE[key] = test["expected"]
