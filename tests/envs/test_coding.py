@@ -211,7 +211,7 @@ def sandbox_pids(uids: Collection[int] = ()) -> list[int]:
 def uids_of(server: Any) -> set[int]:
     """The sandbox uids of a server's prototype and live episodes (built in this process)."""
     app = get_app(server)
-    envs = [app.prototype] + [e.ref.runner.env for e in app.table.episodes.values()]
+    envs = [app.prototype] + [app.local_env(episode) for episode in app.table.episodes]
     return {env.sandbox.uid for env in envs if env.sandbox.uid is not None}
 
 

@@ -33,6 +33,7 @@ import pytest
 from coding_env import CodingConfig, CodingEnv
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import InvalidAction, ServerFull
+from openenv_mcp.narration import narration_of
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests.envs.test_coding import SOLUTIONS, bwrap, sandbox_pids  # noqa: F401
 from tests.envs.unprivileged import User, unprivileged_user
@@ -207,7 +208,7 @@ def test_the_pages_serve_commands_run_as_written(bwrap: str) -> None:  # noqa: F
     proc, url = start_http("coding", *exposed[4:])
     try:
         with MCPEnvClient(url).sync() as client:
-            config = client.spec.config
+            config = client.server_spec.config
             assert (config["memory_mib"], config["workdir_quota_mib"]) == (256, 16)
             assert config["max_files"] == 2000
     finally:
@@ -384,7 +385,7 @@ def test_an_episodes_memory_is_bounded_as_a_whole(bwrap: str) -> None:  # noqa: 
         assert peak is not None and peak < 4 * 80
         if how.startswith("cgroup"):
             assert peak <= MEMORY_MIB  # the kernel holds it exactly
-        events = env.step_events({}, result)
+        events = narration_of(env).step_events({}, result)
         assert f"the episode's {MEMORY_MIB} MiB memory limit" in events[0]
         record_figure(
             f"coding ({how}): 4 processes x 80 MiB under a {MEMORY_MIB} MiB episode limit "
