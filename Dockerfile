@@ -7,6 +7,14 @@
 #
 # It listens on 0.0.0.0, so it refuses to start without a bearer token; clients send
 # "Authorization: Bearer <token>". GET /healthz answers without one (for probes).
+#
+# The coding environment runs submitted code in bubblewrap, as this image's unprivileged
+# user (user namespaces, no root). Docker's default seccomp and AppArmor profiles forbid
+# user namespaces and a fresh /proc, so that container needs (else it refuses to start,
+# saying so; see docs/security-sandbox.md):
+#   docker run -p 8765:8765 -e OPENENV_MCP_AUTH_TOKEN=change-me \
+#     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     --security-opt systempaths=unconfined openenv-mcp coding --http
 FROM python:3.11-slim
 LABEL org.opencontainers.image.title="openenv-mcp" \
       org.opencontainers.image.description="Every RL environment as a standard MCP server." \
@@ -16,6 +24,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     OPENENV_MCP_HOST=0.0.0.0 \
     OPENENV_MCP_PORT=8765
+# bubblewrap isolates the coding environment's runs; util-linux (unshare, nsenter) and mount
+# hold each episode's bounded work dir. Debian's current packages, whatever their version.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap util-linux mount \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --gid 10001 openenv \
  && useradd --create-home --uid 10001 --gid 10001 openenv
 WORKDIR /app

@@ -241,19 +241,22 @@ def serve(
     logging.getLogger("openenv_mcp").info(
         "serving %s over %s%s", env, transport, f" on http://{host}:{port}/mcp" if http else ""
     )
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(
-            lambda: run_server(
-                server,
-                transport,
-                host=host,
-                port=port,
-                auth_token=auth_token,
-                web=web,
-                web_port=web_port,
-                allowed_hosts=allowed_host or [],
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(
+                lambda: run_server(
+                    server,
+                    transport,
+                    host=host,
+                    port=port,
+                    auth_token=auth_token,
+                    web=web,
+                    web_port=web_port,
+                    allowed_hosts=allowed_host or [],
+                )
             )
-        )
+    except OpenEnvError as exc:  # the environment refused to be served so
+        raise _fail(str(exc)) from None
     _SERVED.set()
 
 

@@ -436,6 +436,19 @@ class Environment(ABC, Generic[ConfigT]):
         """Static, JSON-able facts (config, game lists...) served as a resource."""
         return {"config": self.config.model_dump(mode="json")}
 
+    def check_exposure(self, exposed: bool) -> None:
+        """Called once, on the server's first instance, before the server takes calls.
+
+        Args:
+            exposed: clients other than the process that started the server can reach it
+                (it serves HTTP, holds an auth token, or serves a web port).
+
+        Raises:
+            OpenEnvError: to refuse being served so; the server does not start, and says
+                why. Default: anything goes.
+        """
+        return None
+
 
 def supports_snapshots(env: Environment[Any] | type[Environment[Any]]) -> bool:
     """Whether an environment (class) implements :meth:`Environment.snapshot`."""

@@ -1,11 +1,13 @@
 """The episode's working directory, as the server touches it: never following a link.
 
-Code in the sandbox may leave symbolic links (``solution.py -> /etc/shadow``) or hard links
-behind. The server (possibly root) only ever walks the directory through directory file
-descriptors opened with ``O_NOFOLLOW``, reads regular files only, and replaces a file
-(unlink, then create exclusively) rather than writing through whatever is there. No
-sandboxed process is alive while it does (every run's processes are gone before ``step``
-returns), so nothing can swap a path under it.
+Code in the sandbox may leave symbolic links (``solution.py -> /etc/shadow``), hard links,
+FIFOs or sockets behind. The server (possibly root) only ever walks the directory through
+directory file descriptors opened with ``O_NOFOLLOW``, opens files with ``O_NONBLOCK`` (a
+FIFO with no writer would block an ``open`` forever) and reads only what ``fstat`` of the
+opened descriptor calls a regular file, and replaces a file (unlink, then create
+exclusively) rather than writing through whatever is there. No sandboxed process is alive
+while it does (every run's processes are gone before ``step`` returns), so nothing can swap
+a path under it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,22 @@ __all__ = [
 
 MAX_PATH = 200
 MAX_DEPTH = 8
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: How the server opens a file to read it: never through a link, never blocking (a FIFO).
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words."""
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
 def check_path(path: object) -> tuple[str, ...]:
@@ -125,20 +142,38 @@ def write_file(root: Path, parts: tuple[str, ...], data: bytes, owner: int | Non
 
 
 def read_file(root: Path, parts: tuple[str, ...], limit: int) -> tuple[bytes, int] | None:
-    """The first ``limit`` bytes of a regular file and its size, or ``None`` if there is none."""
+    """The first ``limit`` bytes of a regular file and its size, or ``None`` if there is none.
+
+    Raises:
+        InvalidAction: the path is a FIFO, socket, device, directory or symbolic link (said at
+            once: nothing here waits for a writer).
+    """
     try:
         parent = _open_parent(root, parts, False, None)
     except InvalidAction:
         return None
     with _dir(parent) as fd:
+        name = "/".join(parts)
         try:
-            handle = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-        except OSError:
+            handle = os.open(parts[-1], _READ_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
             return None
+        except OSError as exc:
+            try:
+                mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
+            except OSError:
+                return None
+            raise InvalidAction(
+                f"{name!r} is {kind_of(mode)}, not a regular file: only regular files can be "
+                f"read ({exc.strerror})"
+            ) from None
         try:
             info = os.fstat(handle)
             if not stat.S_ISREG(info.st_mode):
-                return None
+                raise InvalidAction(
+                    f"{name!r} is {kind_of(info.st_mode)}, not a regular file: only regular "
+                    "files can be read"
+                )
             return os.read(handle, limit), info.st_size
         finally:
             os.close(handle)
@@ -177,8 +212,13 @@ def collect_files(root: Path) -> dict[str, bytes]:
     for path, info, fd in _walk(root):
         if not stat.S_ISREG(info.st_mode):
             continue
-        handle = os.open(path.rsplit("/", 1)[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
         try:
+            handle = os.open(path.rsplit("/", 1)[-1], _READ_FLAGS, dir_fd=fd)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                continue  # swapped since the walk: skipped like any special file
             chunks = []
             while chunk := os.read(handle, 1 << 20):
                 chunks.append(chunk)

@@ -33,11 +33,11 @@ class CodingNarration(Narration["CodingEnv"]):
         env = self.env
         cfg, lim = env.config, env.limits
         isolation = (
-            "bubblewrap namespaces: no network, only /usr and the interpreter visible "
+            "bubblewrap namespaces: no network, only /usr and the standard library visible "
             "read-only, the working directory at /sandbox, a private /tmp"
             if env.sandbox.mode == "bwrap"
-            else "WEAKER FALLBACK (no bubblewrap): resource limits and a private working "
-            "directory only, no filesystem or network isolation"
+            else "NOT ISOLATED (--sandbox unsafe-rlimits): resource limits per process and a "
+            "private working directory only"
         )
         lines = [
             "You solve a programming task in Python. Each episode is one task: reset names it "
@@ -71,8 +71,10 @@ class CodingNarration(Narration["CodingEnv"]):
             )
             + f" The episode ends when every test passes, or after {cfg.max_steps} steps.",
             f"Sandbox ({isolation}): each run gets {lim.cpu_seconds} s of CPU, "
-            f"{lim.wall_seconds:g} s of wall clock, {lim.memory_mib} MiB of memory, files up to "
-            f"{lim.file_size_mib} MiB, {lim.max_processes} processes; output beyond "
+            f"{lim.wall_seconds:g} s of wall clock, {lim.memory_mib} MiB of memory (all its "
+            f"processes together), files up to {lim.file_size_mib} MiB, "
+            f"{lim.max_processes} processes; the working directory holds at most "
+            f"{lim.quota_mib} MiB in {lim.max_files} files; output beyond "
             f"{lim.output_bytes} bytes per stream is cut. The standard library is available, "
             "no third-party packages.",
             f"Tasks: {', '.join(t.name for t in env.tasks)}.",

@@ -9,7 +9,6 @@ from the fraction of tests passed. Every run is sandboxed (:mod:`coding_env._san
 from __future__ import annotations
 
 import logging
-import shutil
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +29,9 @@ from coding_env._files import (
     write_file,
 )
 from coding_env._narration import ACTION_TEXT, CodingNarration
-from coding_env._sandbox import INSIDE_DIR, Limits, RunResult, Sandbox
+from coding_env._sandbox import INSIDE_DIR, UNSAFE, Limits, RunResult, Sandbox
 from coding_env._tasks import MAX_TESTS, Task, builtin_tasks, load_task_file, same_value
+from coding_env._workdir import Workdir
 from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
 from openenv_mcp.spaces import AnyText, JsonSpace
@@ -67,21 +67,30 @@ class CodingConfig(BaseModel):
         "served instead of the built-in set.",
     )
     max_steps: int = Field(20, ge=1, le=1000, description="Steps before the episode is truncated.")
-    sandbox: Literal["auto", "bwrap", "rlimits"] = Field(
+    sandbox: Literal["auto", "bwrap", "unsafe-rlimits"] = Field(
         "auto",
-        description="bwrap: bubblewrap namespaces plus resource limits (refuse to start "
-        "without it); rlimits: resource limits, own uid and directory only, no isolation; "
-        "auto: bwrap where it runs, else rlimits with a warning.",
+        description="auto or bwrap: isolate every run with bubblewrap (namespaces, no "
+        "installed packages visible) under per-episode limits, or refuse to start, naming "
+        "the fix. unsafe-rlimits: NO isolation (code runs as the server's user, with its "
+        "files and network), resource limits per process only; for one trusted local "
+        "client: refused over HTTP, with a token or a web port.",
     )
     python: str | None = Field(
         None, description="The interpreter runs use (default: /usr/bin/python3, else this one)."
     )
+    bwrap: str | None = Field(None, description="bubblewrap's path (default: bwrap on PATH).")
     cpu_seconds: int = Field(5, ge=1, le=600, description="CPU seconds per run (RLIMIT_CPU).")
     wall_seconds: float = Field(
         10.0, gt=0, le=600, description="Wall-clock seconds per run before it is killed."
     )
     memory_mib: int = Field(
-        512, ge=64, le=65536, description="Address space per process, MiB (RLIMIT_AS)."
+        512,
+        ge=64,
+        le=65536,
+        description="Memory of an episode's runs, all their processes together, MiB: a "
+        "cgroup's limit where the server can make cgroups (files the runs write count too), "
+        "else a watchdog summing their resident memory; each process is also under "
+        "RLIMIT_AS of this size.",
     )
     file_size_mib: int = Field(
         16, ge=1, le=4096, description="Largest file a run may write, MiB (RLIMIT_FSIZE)."
@@ -93,7 +102,18 @@ class CodingConfig(BaseModel):
         65536, ge=1024, le=1 << 24, description="Bytes of stdout and of stderr kept per run."
     )
     workdir_quota_mib: int = Field(
-        64, ge=1, le=65536, description="Largest working directory; past it, it is emptied."
+        64,
+        ge=1,
+        le=65536,
+        description="Most bytes the working directory's files may hold, MiB: a tmpfs of "
+        "this size, so writing past it fails at once (No space left on device).",
+    )
+    max_files: int = Field(
+        10_000,
+        ge=16,
+        le=1_000_000,
+        description="Most files and directories the working directory may hold (the tmpfs's "
+        "inode limit).",
     )
     feedback: Literal["counts", "inputs", "full"] = Field(
         "inputs",
@@ -178,7 +198,9 @@ class CodingInfo(BaseModel):
     task: str = Field(description="The task's name.")
     score: float = Field(description="Fraction of tests the last test run passed.")
     best_score: float = Field(description="Best fraction so far.")
-    sandbox: str = Field(description="bwrap, or rlimits (the fallback).")
+    sandbox: str = Field(
+        description="bwrap, or unsafe-rlimits (no isolation: chosen by the operator)."
+    )
     timed_out: bool = Field(description="The last run hit the wall clock.")
     files: list[str] = Field(description="Files in the working directory.")
 
@@ -219,8 +241,14 @@ class CodingEnv(Environment[CodingConfig]):
             file_size_mib=config.file_size_mib,
             max_processes=config.max_processes,
             output_bytes=config.output_bytes,
+            quota_mib=config.workdir_quota_mib,
+            max_files=config.max_files,
         )
-        self.sandbox = Sandbox(config.sandbox, self.limits, config.python)
+        # Whatever holds expected values must never be visible to a run (the probe checks).
+        secrets = [str(Path(__file__).parent / "tasks")]
+        if config.task_file:
+            secrets.append(config.task_file)
+        self.sandbox = Sandbox(config.sandbox, self.limits, config.python, config.bwrap, secrets)
         out = config.output_bytes + 200  # room for the truncation note
         self.action_space = JsonSpace(ACTION_TEXT, ACTION_SCHEMA)
         self.Options = create_model(
@@ -247,7 +275,7 @@ class CodingEnv(Environment[CodingConfig]):
         )
         self.task: Task | None = None
         self._rng: np.random.Generator | None = None
-        self.workdir: Path | None = None
+        self._workdir: Workdir | None = None
         self._remove: weakref.finalize[Any, Any] | None = None
         self._steps = 0
         self._best = 0.0
@@ -269,6 +297,9 @@ class CodingEnv(Environment[CodingConfig]):
                 "file_size_mib": self.limits.file_size_mib,
                 "max_processes": self.limits.max_processes,
                 "output_bytes": self.limits.output_bytes,
+                "workdir_quota_mib": self.limits.quota_mib,
+                "max_files": self.limits.max_files,
+                "memory_bound": self.sandbox.memory_bound,
             },
             "tasks": [
                 {"name": t.name, "title": t.title, "tests": len(t.tests)} for t in self.tasks
@@ -441,18 +472,23 @@ class CodingEnv(Environment[CodingConfig]):
         self._last = {"kind": "reset", "stdout": "", "stderr": "", "exit_code": 0, "report": ""}
         return dict(self._observation), self._info()
 
+    @property
+    def workdir(self) -> Path | None:
+        """Where the server reads and writes the episode's files (``None`` before reset)."""
+        return self._workdir.path if self._workdir is not None else None
+
     def _fresh_workdir(self) -> None:
         self._drop_workdir()
-        self.workdir = self.sandbox.make_workdir(self.config.workdir_root)
-        if not self.config.keep_workdirs:
-            # removed at close, or when the instance is dropped, or at exit, whichever first
-            self._remove = weakref.finalize(self, shutil.rmtree, str(self.workdir), True)
+        self._workdir = self.sandbox.make_workdir(self.config.workdir_root)
+        # Removed (or, with keep_workdirs, its files kept) at close, when the instance is
+        # dropped, or at exit, whichever first; and by its keeper if this process dies.
+        self._remove = weakref.finalize(self, self._workdir.close, self.config.keep_workdirs)
 
     def _drop_workdir(self) -> None:
         if self._remove is not None:
             self._remove()
             self._remove = None
-        self.workdir = None
+        self._workdir = None
 
     def _obs(
         self,
@@ -538,16 +574,14 @@ class CodingEnv(Environment[CodingConfig]):
         return StepResult(dict(observation), reward, terminated, truncated, self._info())
 
     def _run(self, payload: list[str], report: bool) -> RunResult:
-        assert self.workdir is not None
-        if self.config.persist_files:
-            result = self.sandbox.run(self.workdir, payload, report_fd=report)
-        else:
-            scratch = self.sandbox.make_workdir(self.config.workdir_root)
-            try:
-                restore_files(scratch, collect_files(self.workdir), self.sandbox.uid)
-                result = self.sandbox.run(scratch, payload, report_fd=report)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+        assert self._workdir is not None and self.workdir is not None
+        kept = None if self.config.persist_files else collect_files(self.workdir)
+        try:
+            result = self.sandbox.run(self._workdir, payload, report_fd=report)
+        finally:
+            if kept is not None:  # the run worked on what it found; only writes persist
+                empty_dir(self.workdir)
+                restore_files(self.workdir, kept, self.sandbox.uid)
         self._timed_out = result.timed_out
         log.debug(
             "coding run: exit %s in %.3fs (timed out %s)",
@@ -555,10 +589,11 @@ class CodingEnv(Environment[CodingConfig]):
             result.seconds,
             result.timed_out,
         )
-        if self.sandbox.mode == "rlimits" and self.workdir is not None:
-            # The fallback runs in the real directory: show the sandbox's name for it.
-            result.stdout = result.stdout.replace(str(self.workdir), INSIDE_DIR)
-            result.stderr = result.stderr.replace(str(self.workdir), INSIDE_DIR)
+        if self.sandbox.mode == UNSAFE:
+            # Unisolated runs are in the real directory: show the sandbox's name for it.
+            host = self._workdir.host
+            result.stdout = result.stdout.replace(host, INSIDE_DIR)
+            result.stderr = result.stderr.replace(host, INSIDE_DIR)
         return result
 
     def _last_of(self, kind: str, run: RunResult, report: str) -> dict[str, Any]:
@@ -568,6 +603,8 @@ class CodingEnv(Environment[CodingConfig]):
             "stderr": run.stderr,
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
+            "memory_limited": run.memory_limited,
+            "memory_peak_mib": None if run.memory_peak is None else run.memory_peak / 2**20,
             "report": report,
         }
 
@@ -577,6 +614,11 @@ class CodingEnv(Environment[CodingConfig]):
             how += f" (killed at the {self.limits.wall_seconds:g} s wall-clock limit)"
         elif run.output_limited:
             how += " (killed: far more output than is kept)"
+        elif run.memory_limited:
+            how += (
+                f" (killed at the episode's {self.limits.memory_mib} MiB memory limit, all its "
+                "processes together)"
+            )
         elif run.exit_code == -24:
             how += f" (killed at the {self.limits.cpu_seconds} s CPU limit)"
         elif run.exit_code == -9:
@@ -636,7 +678,10 @@ class CodingEnv(Environment[CodingConfig]):
         return passed, "\n".join([head, *shown])
 
     def _enforce_quota(self) -> None:
+        """Unisolated, the quota is only checked after a run (a tmpfs bounds it otherwise)."""
         assert self.workdir is not None
+        if self.sandbox.mode != UNSAFE:
+            return
         used = usage(self.workdir)
         quota = self.config.workdir_quota_mib << 20
         if used > quota:
@@ -657,6 +702,11 @@ class CodingEnv(Environment[CodingConfig]):
 
     def close(self) -> None:
         self._drop_workdir()
+        self.sandbox.close()
+
+    def check_exposure(self, exposed: bool) -> None:
+        """Refuse ``--sandbox unsafe-rlimits`` on a server that others can reach."""
+        self.sandbox.check_exposure(exposed)
 
     # -- snapshots -----------------------------------------------------------------
 

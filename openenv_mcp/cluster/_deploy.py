@@ -51,6 +51,7 @@ class EnvServer:
         server_settings = ServerSettings.model_validate({**settings, "shard": self.shard})
         self.mcp_server = build_server(env, settings=server_settings, **options)
         self.env_app = get_app(self.mcp_server)
+        self.env_app.prototype.check_exposure(True)  # every replica serves HTTP
         self.auth_token = auth_token
         self.allowed_hosts = list(allowed_hosts)
         #: Calls received that named no shard (what the router counts as placements).

@@ -109,6 +109,10 @@ async def serve(
         ArgumentError: an HTTP bind off loopback without ``auth_token``.
     """
     app = get_app(server)
+    # Before anything listens: an environment may refuse to be reached by others.
+    app.prototype.check_exposure(
+        transport == "http" or auth_token is not None or web_port is not None
+    )
     http_options = {}
     if transport == "http":
         direct = app.direct_calls(server, "streamable-http") if app.settings.fast_path else None

@@ -13,8 +13,10 @@ or hung, so it is untrusted until ``reset``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
+import numpy as np
 
 from openenv_mcp._handles import public_id
 from openenv_mcp.errors import (
@@ -85,6 +88,33 @@ class Snapshot:
     id: str
     episode_id: str
     saved: SavedEpisode
+    #: What it holds, in bytes (:func:`held_bytes`), counted against ``max_snapshot_mib``.
+    nbytes: int = 0
+
+
+def held_bytes(value: Any, depth: int = 0) -> int:
+    """About how many bytes ``value`` holds: its buffers, strings and arrays, through
+    containers, dataclasses and plain objects (a lower bound for opaque objects)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if depth > 32:
+        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        items = value.items()
+        return 64 + sum(held_bytes(k, depth + 1) + held_bytes(v, depth + 1) for k, v in items)
+    if isinstance(value, list | tuple | set | frozenset):
+        return 56 + sum(held_bytes(v, depth + 1) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return 56 + sum(
+            held_bytes(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)
+        )
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return 56 + held_bytes(vars(value), depth + 1)
+    return sys.getsizeof(value)
 
 
 class EpisodeTable:
@@ -102,6 +132,8 @@ class EpisodeTable:
         self.clock = clock
         self.episodes: dict[str, Episode] = {}
         self.snapshots: dict[str, Snapshot] = {}
+        #: Bytes the live snapshots hold (their ``nbytes``).
+        self.snapshot_bytes = 0
         #: The episode used when a single-client caller passes no handle.
         self.default_id: str | None = None
         #: What watchers see of the episodes (the web page); ``None`` when nobody can watch.
@@ -328,7 +360,7 @@ class EpisodeTable:
         if self.default_id == episode_id:
             self.default_id = None
         for snapshot_id in episode.snapshots:
-            self.snapshots.pop(snapshot_id, None)
+            self._forget_snapshot(snapshot_id)
         async with episode.lock:  # a call in flight on this episode finishes first
             await self.runtime.discard(episode.ref)
         if self.feed is not None:
@@ -362,16 +394,31 @@ class EpisodeTable:
                 f"server full: {len(self.snapshots)} live snapshots (max_snapshots="
                 f"{self.settings.max_snapshots}); release snapshots you no longer need"
             )
+        size = held_bytes(saved)
+        budget = int(self.settings.max_snapshot_mib * 2**20)
+        if self.snapshot_bytes + size > budget:
+            raise ServerFull(
+                f"server full: this snapshot holds {size / 2**20:.1f} MiB and the live "
+                f"snapshots {self.snapshot_bytes / 2**20:.1f} MiB of at most "
+                f"{self.settings.max_snapshot_mib:g} MiB (max_snapshot_mib); release "
+                "snapshots you no longer need"
+            )
         handle = _handle("snap", self.settings.shard)
-        snapshot = Snapshot(id=handle, episode_id=episode.id, saved=saved)
+        snapshot = Snapshot(id=handle, episode_id=episode.id, saved=saved, nbytes=size)
         self.snapshots[snapshot.id] = snapshot
+        self.snapshot_bytes += size
         episode.snapshots.add(snapshot.id)
         return snapshot
+
+    def _forget_snapshot(self, snapshot_id: str) -> None:
+        snapshot = self.snapshots.pop(snapshot_id, None)
+        if snapshot is not None:
+            self.snapshot_bytes -= snapshot.nbytes
 
     def release_snapshot(self, snapshot_id: str) -> None:
         """Free a snapshot."""
         snapshot = self.get_snapshot(snapshot_id)
-        del self.snapshots[snapshot_id]
+        self._forget_snapshot(snapshot_id)
         owner = self.episodes.get(snapshot.episode_id)
         if owner is not None:
             owner.snapshots.discard(snapshot_id)

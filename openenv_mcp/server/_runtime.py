@@ -17,7 +17,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -85,6 +85,10 @@ class Runtime(ABC):
         return 0
 
 
+def _one_thread() -> anyio.CapacityLimiter:
+    return anyio.CapacityLimiter(1)
+
+
 @dataclass
 class LocalRef:
     """An environment in this process, and the abandoned call that may still be in it."""
@@ -92,6 +96,9 @@ class LocalRef:
     pipeline: EpisodePipeline
     #: Set when the call last abandoned at its timeout finally returns.
     abandoned: threading.Event | None = None
+    #: Its calls' worker thread: one per episode (its lock serializes them anyway), so
+    #: slow calls on some episodes never wait for, nor take, a thread another one needs.
+    limiter: anyio.CapacityLimiter = field(default_factory=_one_thread)
 
 
 class LocalRuntime(Runtime):
@@ -154,9 +161,12 @@ class LocalRuntime(Runtime):
             finally:
                 returned.set()
 
+        # A call on one episode has a thread of its own; batches and creations share the
+        # default pool.
+        limiter = refs[0].limiter if len(refs) == 1 else None
         try:
             with anyio.CancelScope(shield=True), anyio.fail_after(self.call_timeout):
-                return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
         finally:
             if not returned.is_set():
                 self._abandoned.append(returned)

@@ -47,6 +47,13 @@ class ServerSettings(BaseModel):
         "quarter of max_episodes. Over stdio the one client may use all of max_episodes.",
     )
     max_snapshots: int = Field(4096, ge=0, description="Most live snapshots at once.")
+    max_snapshot_mib: float = Field(
+        1024.0,
+        ge=0,
+        description="Most memory the live snapshots may hold together, MiB, as measured when "
+        "each is taken (a coding episode's files, a game's state and frame); a snapshot "
+        "past it is refused.",
+    )
     idle_timeout: float = Field(
         3600.0,
         gt=0,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coding_env import CodingConfig, CodingEnv, builtin_tasks, load_task_file
-from coding_env._files import check_path, list_files, write_file
+from coding_env._files import check_path, list_files, usage, write_file
 from coding_env._sandbox import UID_BASE, UID_SPAN
 from coding_env._tasks import same_value
 from openenv_mcp.client import MCPEnvClient
@@ -35,7 +35,7 @@ from openenv_mcp.errors import (
 )
 from openenv_mcp.narration import narration_of
 from openenv_mcp.options import parse_cli_options
-from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp.server import ServerSettings, build_server, get_app
 from openenv_mcp.testing import check_env
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import ROOT, ensure_installed, http_server, stdio_command
@@ -169,17 +169,20 @@ def bwrap() -> str:
     return out.strip().split("=", 1)[1]
 
 
-def sandbox_pids() -> list[int]:
-    """Live processes of any sandbox uid that this process started, or that escaped to
-    init (every run's are gone when its step returns). Sandboxes of other processes (a
-    parallel test worker's) are theirs to check."""
+def sandbox_pids(uids: Collection[int] = ()) -> list[int]:
+    """Live processes of sandboxes this process started: any with a sandbox uid that descends
+    from it, runs under one of ``uids`` (random per episode: this test's), or sits in a
+    memory cgroup this process made. Another process's sandboxes (a parallel test worker's,
+    another program's) are theirs to check, even when their dying processes show up here."""
     parents: dict[int, int] = {}
     candidates = []
+    mine = f"/openenv-coding-{os.getpid()}-"
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             status = Path(f"/proc/{entry}/status").read_text()
+            cgroups = Path(f"/proc/{entry}/cgroup").read_text()
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
@@ -187,21 +190,29 @@ def sandbox_pids() -> list[int]:
         parents[pid] = int(fields.get("PPid", "0").split()[0] or 0)
         uid = int(fields.get("Uid", "0").split()[0])
         if UID_BASE <= uid < UID_BASE + UID_SPAN and "Z" not in fields.get("State", ""):
-            candidates.append(pid)
+            if uid in uids or mine in cgroups:
+                candidates.append(pid)
+            else:
+                candidates.append(-pid)  # ours only if it descends from this process
     me = os.getpid()
 
-    def ours(pid: int) -> bool:
-        if parents.get(pid) == 1:  # orphaned: an escape
-            return True
+    def descends(pid: int) -> bool:
         seen = set()
-        while pid not in seen and pid > 1:  # started here
+        while pid not in seen and pid > 1:
             seen.add(pid)
             pid = parents.get(pid, 0)
             if pid == me:
                 return True
         return False
 
-    return [pid for pid in candidates if ours(pid)]
+    return [abs(pid) for pid in candidates if pid > 0 or descends(-pid)]
+
+
+def uids_of(server: Any) -> set[int]:
+    """The sandbox uids of a server's prototype and live episodes (built in this process)."""
+    app = get_app(server)
+    envs = [app.prototype] + [app.local_env(episode) for episode in app.table.episodes]
+    return {env.sandbox.uid for env in envs if env.sandbox.uid is not None}
 
 
 def describe_pids(pids: list[int]) -> list[str]:
@@ -219,7 +230,7 @@ def describe_pids(pids: list[int]) -> list[str]:
 def envs(bwrap: str) -> Iterator[dict[str, CodingEnv]]:
     made = {
         "bwrap": CodingEnv(CodingConfig(sandbox="bwrap", **SMALL)),  # type: ignore[arg-type]
-        "rlimits": CodingEnv(CodingConfig(sandbox="rlimits", **SMALL)),  # type: ignore[arg-type]
+        "unsafe-rlimits": CodingEnv(CodingConfig(sandbox="unsafe-rlimits", **SMALL)),  # type: ignore[arg-type]
     }
     for env in made.values():
         env.reset(options={"task": "fizzbuzz"})
@@ -230,15 +241,16 @@ def envs(bwrap: str) -> Iterator[dict[str, CodingEnv]]:
 
 @pytest.fixture(scope="module")
 def clients(bwrap: str) -> Iterator[dict[str, Any]]:
-    """One in-memory server per sandbox mode, each with an episode going."""
-    made = {}
+    """One in-memory server per sandbox mode, each with an episode going (and its server)."""
+    made: dict[str, Any] = {}
     stack = []
-    for mode in ("bwrap", "rlimits"):
+    for mode in ("bwrap", "unsafe-rlimits"):
         server = build_server("coding", sandbox=mode, **SMALL)
         client = MCPEnvClient(server).sync()
         stack.append(client)
         client.reset(seed=0, options={"task": "fizzbuzz"})
         made[mode] = client
+        made[f"{mode} server"] = server
     yield made
     for client in stack:
         client.close()
@@ -249,10 +261,10 @@ def step(client: Any, action: Any) -> tuple[dict[str, Any], float, bool, bool, d
     return obs, float(reward), terminated, truncated, info
 
 
-def still_serves(client: Any) -> None:
+def still_serves(client: Any, uids: Collection[int] = ()) -> None:
     obs, *_ = step(client, "print(6 * 7)")
     assert obs["stdout"] == "42\n" and obs["exit_code"] == 0
-    left = sandbox_pids()
+    left = sandbox_pids(uids)
     assert left == [], describe_pids(left)
 
 
@@ -397,7 +409,7 @@ def escapes(mode: str) -> list[tuple[str, Any, Check]]:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
+@pytest.mark.parametrize("mode", ["bwrap", "unsafe-rlimits"])
 def test_escape_attempts_are_contained(clients: dict[str, Any], mode: str) -> None:
     client = clients[mode]
     for name, action, check in escapes(mode):
@@ -407,11 +419,11 @@ def test_escape_attempts_are_contained(clients: dict[str, Any], mode: str) -> No
         except AssertionError as exc:
             raise AssertionError(f"{mode}: {name}: {exc}") from None
         assert reward == 0.0 and not terminated
-        still_serves(client)
+        still_serves(client, uids_of(clients[f"{mode} server"]))
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
+@pytest.mark.parametrize("mode", ["bwrap", "unsafe-rlimits"])
 def test_fork_bombs_are_contained(clients: dict[str, Any], mode: str) -> None:
     client = clients[mode]
     # First a bounded bomb: it proves RLIMIT_NPROC binds before a real one runs.
@@ -424,13 +436,14 @@ def test_fork_bombs_are_contained(clients: dict[str, Any], mode: str) -> None:
     words = obs["stdout"].split()
     assert words[:2] == ["stopped", "after"] and words[3] == "BlockingIOError", obs
     assert int(words[2]) <= 8  # max_processes: what a run may start
-    still_serves(client)
+    uids = uids_of(clients[f"{mode} server"])
+    still_serves(client, uids)
     bomb = (
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     )
     obs, *_ = step(client, bomb)
     assert obs["exit_code"] in (-9, -24)
-    still_serves(client)
+    still_serves(client, uids)
 
 
 @pytest.mark.integration
@@ -446,7 +459,9 @@ def test_links_planted_by_code_are_never_followed(
                 f"import os; os.remove('solution.py'); os.symlink({str(target)!r}, 'solution.py')"
             )
         )
-        with pytest.raises(InvalidAction, match=r"no file 'solution\.py'"):
+        with pytest.raises(
+            InvalidAction, match=r"'solution\.py' is a symbolic link, not a regular"
+        ):
             env._read_view("solution.py")  # the read_file tool
         result = env.step(env.parse_action({"write": {"path": "solution.py", "content": "x"}}))
         assert result.info["files"] == ["solution.py"]
@@ -459,11 +474,17 @@ def test_links_planted_by_code_are_never_followed(
 
 
 @pytest.mark.integration
-def test_quota_empties_an_overgrown_directory(envs: dict[str, CodingEnv]) -> None:
+def test_quota_holds_during_the_run_and_unisolated_after_it(envs: dict[str, CodingEnv]) -> None:
+    fill = "for i in range(4):\n    open(f'f{i}', 'wb').write(b'x' * 900_000)\n"
     env = envs["bwrap"]
-    result = env.step(
-        env.parse_action("for i in range(4):\n    open(f'f{i}', 'wb').write(b'x' * 900_000)\n")
-    )
+    result = env.step(env.parse_action(fill))
+    # the tmpfs says no at the write that would pass 2 MiB: nothing beyond it was written
+    assert "No space left on device" in result.observation["stderr"]
+    assert "f0" in result.info["files"] and "f3" not in result.info["files"]
+    assert env.workdir is not None and usage(env.workdir) <= 2 << 20
+    env.step(env.parse_action("import os\nfor f in os.listdir():\n    os.remove(f)"))
+    env = envs["unsafe-rlimits"]  # a plain directory: checked only after the run
+    result = env.step(env.parse_action(fill))
     events = narration_of(env).step_events({}, result)
     assert any("past its 2 MiB quota: it was emptied" in e for e in events)
     assert result.info["files"] == []
@@ -634,27 +655,28 @@ def test_truncated_after_max_steps(bwrap: str) -> None:
 
 
 @pytest.mark.integration
-def test_the_fallback_is_stated(
-    bwrap: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    import coding_env._sandbox as sandbox_module
-
-    monkeypatch.setattr(sandbox_module, "find_bwrap", lambda: None)  # as on a machine without it
-    with pytest.raises(DependencyNotInstalled, match="bubblewrap"):
-        CodingEnv(CodingConfig(sandbox="bwrap"))
-    with caplog.at_level("WARNING"):
-        env = CodingEnv(CodingConfig(sandbox="auto"))
-    assert env.sandbox.mode == "rlimits"
-    assert "NO filesystem, PID or network isolation" in caplog.text
-    assert "WARNING: sandbox: falling back to rlimits only" in narration_of(env).instructions()
-    assert (
-        env.metadata()["sandbox"] == "rlimits"
-        and "falling back" in env.metadata()["sandbox_warning"]
-    )
-    strong = CodingEnv(CodingConfig())
-    monkeypatch.undo()
-    assert "WARNING" not in narration_of(CodingEnv(CodingConfig())).instructions()
-    assert strong.metadata()["sandbox_warning"] is not None  # built while bwrap was "missing"
+def test_no_silent_fallback(bwrap: str, tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-bwrap")
+    for mode in ("auto", "bwrap"):  # auto never falls back: it refuses, naming the fix
+        with pytest.raises(DependencyNotInstalled) as refused:
+            CodingEnv(CodingConfig(sandbox=mode, bwrap=missing))  # type: ignore[arg-type]
+        text = str(refused.value)
+        assert "cannot isolate code here" in text and "apt-get install bubblewrap" in text
+        assert "unprivileged_userns_clone" in text and "unsafe-rlimits" in text
+    unsafe = CodingEnv(CodingConfig(sandbox="unsafe-rlimits"))
+    try:
+        assert unsafe.sandbox.mode == "unsafe-rlimits"
+        assert "WARNING: sandbox: --sandbox unsafe-rlimits" in narration_of(unsafe).instructions()
+        assert "WITHOUT isolation" in (unsafe.metadata()["sandbox_warning"] or "")
+        unsafe.check_exposure(False)  # one local client over stdio: the operator's choice
+        with pytest.raises(ArgumentError, match="refused on a server that others can reach"):
+            unsafe.check_exposure(True)
+    finally:
+        unsafe.close()
+    isolated = CodingEnv(CodingConfig())
+    isolated.check_exposure(True)
+    assert "WARNING" not in narration_of(isolated).instructions()
+    assert isolated.metadata()["sandbox_warning"] is None
 
 
 @pytest.mark.integration
@@ -785,4 +807,4 @@ def coding_target(bwrap: str) -> Iterator[Target]:
 @settings(FUZZ, max_examples=150)
 def test_fuzz_coding(coding_target: Target, data: st.DataObject) -> None:
     run_case(coding_target, data)
-    assert sandbox_pids() == []
+    assert sandbox_pids() == []  # its episodes' uids come and go: their cgroups say whose
