@@ -3,7 +3,9 @@
 The CLI (typer, pydantic, the option models) and the server stack take well over
 a second to import. A command line that serves over stdio starts its prelude
 (:mod:`openenv_mcp.server._prelude`) before importing any of them, so a harness
-gets its ``initialize`` answer while they load.
+gets its ``initialize`` answer while they load; with ``--episode-host`` it only
+relays to this user's episode host (:mod:`openenv_mcp.server._host`), which is
+already up after the first start.
 """
 
 from __future__ import annotations
@@ -22,9 +24,18 @@ def serves_stdio(argv: Sequence[str]) -> bool:
     return bool(argv) and argv[0] == "serve" and _NOT_STDIO.isdisjoint(argv[1:])
 
 
+#: Flags of the stdio front that the episode host it relays to does not take.
+_FRONT_ONLY = frozenset({"--stdio", "--episode-host"})
+
+
 def main() -> None:
     """Run the ``openenv-mcp`` command."""
     argv = sys.argv[1:]
+    if serves_stdio(argv) and "--episode-host" in argv and "--episode-host-socket" not in argv:
+        # A thin front: it relays to this user's episode host, importing nothing heavy.
+        from openenv_mcp.server._host import relay
+
+        sys.exit(relay([arg for arg in argv[1:] if arg not in _FRONT_ONLY]))
     if serves_stdio(argv):
         from openenv_mcp.server._prelude import start
 

@@ -167,6 +167,18 @@ def serve(
     replica_cpus: Annotated[
         float, typer.Option(min=0.0, help="With --ray: logical CPUs reserved per replica.")
     ] = 1.0,
+    episode_host: Annotated[
+        bool,
+        typer.Option(
+            "--episode-host",
+            help="With --stdio: keep episodes in this user's episode host for these options "
+            "(started on demand, private, stopped when idle), so they outlive this process: "
+            "for agent frameworks that start a server per tool call.",
+        ),
+    ] = False,
+    episode_host_socket: Annotated[
+        Path | None, typer.Option(hidden=True, help="Serve as the episode host on this socket.")
+    ] = None,
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
@@ -202,6 +214,15 @@ def serve(
         env_config = make_config(env_cls.Config, options, env)
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
+    if episode_host:
+        if http:
+            raise _fail(
+                "--episode-host is for --stdio servers (over HTTP, episodes already "
+                "outlive each call)"
+            )
+        from openenv_mcp.server._host import relay
+
+        raise typer.Exit(relay([env, *ctx.args]))
     prelude = current_prelude()
     if not http and prelude is not None and prelude.silent_eof:
         logging.getLogger("openenv_mcp").info(
@@ -223,6 +244,13 @@ def serve(
             http_run_options(host, auth_token, allowed_hosts=allowed_host or [])
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
+    if episode_host_socket is not None:
+        from openenv_mcp.server._host import serve_host
+
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(serve_host, server, episode_host_socket)
+        _SERVED.set()
+        return
     if ray:
         _serve_on_ray(
             env,

@@ -41,6 +41,26 @@ TRANSPORTS = [
 ]
 
 
+def episode_hosts(directory: Path) -> list[int]:
+    """Episode host processes serving a socket in ``directory`` (their command line names
+    it): a test that starts hosts in a directory of its own stops exactly these."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if str(directory).encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+    return found
+
+
+def stop_episode_hosts(directory: Path) -> None:
+    """Kill every episode host serving in ``directory``."""
+    for pid in episode_hosts(directory):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

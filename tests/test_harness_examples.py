@@ -31,7 +31,8 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from openenv_mcp.server import build_server
-from tests.servers import ROOT, free_port, stop
+from openenv_mcp.server._host import HOST_DIR_ENV
+from tests.servers import ROOT, free_port, stop, stop_episode_hosts
 from tests.test_independent_clients import node_tools  # noqa: F401  (a shared fixture)
 
 EXAMPLES = ROOT / "harness_examples"
@@ -42,15 +43,25 @@ sys.path.insert(0, str(EXAMPLES))
 
 
 @pytest.fixture(scope="module")
-def dev_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The environment ``./dev`` runs in, without installing anything.
+def dev_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The environment ``./dev`` runs in, without installing anything, with a private
+    directory for the episode hosts the configs start (stopped at the end).
 
     Under ``./dev test`` the suite runs in the repo's own ``.venv``, set up by
     ``./dev`` itself: that is used as it is. Anywhere else ``./dev`` is pointed
     (through its OPENENV_MCP_VENV variable) at a stand-in venv whose
     ``openenv-mcp`` is this interpreter's, marked as set up.
     """
-    env = {**os.environ}
+    hosts = tmp_path_factory.mktemp("hosts")
+    hosts.chmod(0o700)
+    env = {**os.environ, HOST_DIR_ENV: str(hosts)}
+    try:
+        yield _dev_env(env, tmp_path_factory)
+    finally:
+        stop_episode_hosts(hosts)
+
+
+def _dev_env(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
         return env
     venv = tmp_path_factory.mktemp("venv")

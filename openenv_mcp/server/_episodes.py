@@ -46,7 +46,7 @@ from openenv_mcp.server._runtime import Runtime
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.sharding import shard_of, with_shard
 
-__all__ = ["Episode", "EpisodeTable", "Snapshot", "current_client"]
+__all__ = ["Caller", "Episode", "EpisodeTable", "Snapshot", "current_caller", "current_client"]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -56,6 +56,19 @@ R = TypeVar("R")
 #: HTTP guard (the client's address); ``None`` over stdio and in memory, where the
 #: server has one client.
 current_client: ContextVar[str | None] = ContextVar("openenv_current_client", default=None)
+
+
+@dataclass(eq=False)
+class Caller:
+    """A client its transport tells apart (a stdio process, a connection to an episode
+    host): the episode its calls without a handle mean (the last it reset)."""
+
+    default_id: str | None = None
+
+
+#: The caller of the call being served, where the transport tells callers apart (set by
+#: each line connection); ``None`` elsewhere.
+current_caller: ContextVar[Caller | None] = ContextVar("openenv_current_caller", default=None)
 
 
 def _handle(prefix: str, shard: str | None) -> str:
@@ -134,8 +147,9 @@ class EpisodeTable:
         self.snapshots: dict[str, Snapshot] = {}
         #: Bytes the live snapshots hold (their ``nbytes``).
         self.snapshot_bytes = 0
-        #: The episode used when a single-client caller passes no handle.
-        self.default_id: str | None = None
+        #: The caller of in-process clients no transport tells apart (FastMCP's in-memory
+        #: client): one default episode for them all.
+        self.local = Caller()
         #: What watchers see of the episodes (the web page); ``None`` when nobody can watch.
         self.feed: Feed | None = None
 
@@ -158,45 +172,55 @@ class EpisodeTable:
         episode.last_used = self.clock()
         return episode
 
-    def resolve(self, episode_id: str | None, shared: bool) -> Episode:
-        """The episode a call means: the one it names, or the caller's default.
+    def resolve(self, episode_id: str | None, caller: Caller | None) -> Episode:
+        """The episode a call means: the one it names, or its caller's default.
 
         Args:
             episode_id: the handle the call passed, if any.
-            shared: the transport serves many clients (HTTP), so there is no default.
+            caller: who calls, where the transport tells; ``None`` over a transport
+                many clients share (HTTP), where there is no default.
 
         Raises:
             EpisodeRequired: no handle over a shared transport.
-            ResetNeeded: no handle and no default episode yet.
+            ResetNeeded: no handle and no default episode (yet, or any more).
         """
         if episode_id is not None:
             return self.get(episode_id)
-        if shared:
+        if caller is None:
             raise EpisodeRequired(
                 "episode_id is required over HTTP, where many clients share the server: "
                 "call reset (it returns an episode_id) and pass that id to later calls"
             )
-        if self.default_id is None:
+        if caller.default_id is None:
             raise ResetNeeded("no episode yet: call reset first")
-        return self.get(self.default_id)
+        episode = self.episodes.get(caller.default_id)
+        if episode is None:  # closed, or evicted when idle
+            caller.default_id = None
+            raise ResetNeeded(
+                "no episode any more (the last one was closed, or evicted after "
+                f"{self.settings.idle_timeout:g}s idle): call reset to start one"
+            )
+        episode.last_used = self.clock()
+        return episode
 
     async def for_reset(
-        self, episode_id: str | None, new: bool, shared: bool
+        self, episode_id: str | None, new: bool, caller: Caller | None
     ) -> tuple[Episode, bool]:
-        """The episode a ``reset`` restarts, or a new one (``True``) that becomes the default."""
+        """The episode a ``reset`` restarts, or a new one (``True``) that becomes the
+        caller's default."""
         if episode_id is not None:
             return self.get(episode_id), False
-        if not new and not shared and self.default_id in self.episodes:
-            return self.get(self.default_id), False  # type: ignore[arg-type]
+        if not new and caller is not None and caller.default_id in self.episodes:
+            return self.get(caller.default_id), False  # type: ignore[arg-type]
         episode = await self.create()
-        if not shared:
-            self.default_id = episode.id
+        if caller is not None:
+            caller.default_id = episode.id
         return episode, True
 
     @asynccontextmanager
-    async def locked(self, episode_id: str | None, shared: bool) -> AsyncIterator[Episode]:
+    async def locked(self, episode_id: str | None, caller: Caller | None) -> AsyncIterator[Episode]:
         """The episode a call means, with its lock held."""
-        episode = self.resolve(episode_id, shared)
+        episode = self.resolve(episode_id, caller)
         async with episode.lock:
             if self.episodes.get(episode.id) is not episode:
                 raise UnknownEpisode(f"episode {episode.id!r} was closed while this call waited")
@@ -357,8 +381,6 @@ class EpisodeTable:
         episode = self.episodes.pop(episode_id, None)
         if episode is None:
             return
-        if self.default_id == episode_id:
-            self.default_id = None
         for snapshot_id in episode.snapshots:
             self._forget_snapshot(snapshot_id)
         async with episode.lock:  # a call in flight on this episode finishes first

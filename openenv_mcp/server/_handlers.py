@@ -28,7 +28,7 @@ from openenv_mcp.pipeline import (
     Summary,
     legal_actions,
 )
-from openenv_mcp.server._episodes import Episode, EpisodeTable
+from openenv_mcp.server._episodes import Caller, Episode, EpisodeTable, current_caller
 from openenv_mcp.server._results import (
     Reply,
     error_text,
@@ -48,10 +48,14 @@ direct_transport: ContextVar[str | None] = ContextVar("openenv_direct_transport"
 _SHARED = ("streamable-http", "sse", "http")
 
 
-def _shared() -> bool:
-    """Whether this call came over a transport shared by many clients (HTTP): no default episode."""
+def _caller(table: EpisodeTable) -> Caller | None:
+    """Who this call comes from, where its transport tells callers apart (a stdio process,
+    an episode host's connection); ``None`` over a transport many clients share (HTTP),
+    where calls must name their episode."""
     transport = direct_transport.get() or request_transport()
-    return transport in _SHARED
+    if transport in _SHARED:
+        return None
+    return current_caller.get() or table.local
 
 
 class Handlers:
@@ -94,12 +98,12 @@ class Handlers:
         table = self.table
         table.check_route(getattr(args, "shard", None), [args.episode_id, from_snapshot])
         snapshot = table.get_snapshot(from_snapshot) if from_snapshot else None
-        shared = _shared()
+        caller = _caller(table)
         new = getattr(args, "new_episode", False)
-        episode, created = await table.for_reset(args.episode_id, new, shared)
+        episode, created = await table.for_reset(args.episode_id, new, caller)
         frames = self._frames(getattr(args, "frames", None))
         try:
-            async with table.locked(episode.id, shared):
+            async with table.locked(episode.id, caller):
                 if episode.broken:
                     await table.renew(episode)
                 if snapshot is not None:
@@ -117,7 +121,7 @@ class Handlers:
         self, episode_id: str | None, action: Any, frames: Frames | None, repeat: int = 1
     ) -> Reply:
         """Advance an episode by one action (held for ``repeat`` steps)."""
-        async with self.table.locked(episode_id, _shared()) as episode:
+        async with self.table.locked(episode_id, _caller(self.table)) as episode:
             self.table.require_sound(episode)
             outcome = await self.table.call(episode, Step(action, self._frames(frames), repeat))
             return self._reply(outcome)
@@ -136,7 +140,7 @@ class Handlers:
                 f"step_batch: each episode may appear once per batch, got {repeated} twice"
             )
         frames = self._frames(args.frames)
-        shared = _shared()
+        caller = _caller(self.table)
         errors: dict[int, OpenEnvError] = {}
         plan: list[tuple[int, Episode]] = []
         async with AsyncExitStack() as stack:
@@ -144,7 +148,7 @@ class Handlers:
             for index in sorted(range(len(items)), key=lambda i: ids[i]):
                 try:
                     self.table.check_route(args.shard, [ids[index]])
-                    episode = await stack.enter_async_context(self.table.locked(ids[index], shared))
+                    episode = await stack.enter_async_context(self.table.locked(ids[index], caller))
                     self.table.require_sound(episode)
                     plan.append((index, episode))
                 except OpenEnvError as exc:
@@ -179,7 +183,7 @@ class Handlers:
 
     async def state(self, args: Any) -> Reply:
         """Describe an episode without changing it (a broken one from what was last sent)."""
-        async with self.table.locked(args.episode_id, _shared()) as episode:
+        async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
             if episode.broken and episode.last_view is not None:
                 text = (
                     f"Episode {episode.id} is broken ({episode.broken}) at step "
@@ -194,18 +198,18 @@ class Handlers:
 
     async def episode_summary(self, args: Any) -> Reply:
         """Steps, returns, trajectory scores and credit, and the recording of an episode."""
-        async with self.table.locked(args.episode_id, _shared()) as episode:
+        async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
             return json_reply(await self.table.call(episode, Summary()))
 
     async def close(self, args: Any) -> Reply:
         """Close an episode and free its environment."""
-        episode = self.table.resolve(args.episode_id, _shared())
+        episode = self.table.resolve(args.episode_id, _caller(self.table))
         await self.table.close(episode.id)
         return json_reply({"episode_id": episode.id, "closed": True})
 
     async def snapshot(self, args: Any) -> Reply:
         """Save an episode's full state; later resets can start from it."""
-        async with self.table.locked(args.episode_id, _shared()) as episode:
+        async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
             self.table.require_sound(episode)
             saved = await self.table.call(episode, Snapshot())
             snap = self.table.add_snapshot(episode, saved)
@@ -228,7 +232,7 @@ class Handlers:
             return static
 
         async def on_episode(args: Any) -> Reply:
-            async with self.table.locked(args.episode_id, _shared()) as episode:
+            async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
                 self.table.require_sound(episode)
                 params = None if tool.params is None else args.model_dump(exclude={"episode_id"})
                 return json_reply(await self.table.call(episode, CallTool(tool.name, params)))
@@ -238,9 +242,9 @@ class Handlers:
     async def legal_actions(self, args: Any) -> Reply:
         """The actions legal now in an episode; every action where no episode is meant
         (none named, and no default one)."""
-        shared = _shared()
-        if args.episode_id is None and (shared or self.table.default_id is None):
+        caller = _caller(self.table)
+        if args.episode_id is None and (caller is None or caller.default_id is None):
             return json_reply(legal_actions(self.prototype, None))
-        async with self.table.locked(args.episode_id, shared) as episode:
+        async with self.table.locked(args.episode_id, caller) as episode:
             self.table.require_sound(episode)
             return json_reply(await self.table.call(episode, LegalActions()))

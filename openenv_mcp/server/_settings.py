@@ -142,6 +142,12 @@ class ServerSettings(BaseModel):
     http_keep_alive: float = Field(
         5.0, gt=0, description="Seconds an idle HTTP connection stays open between requests."
     )
+    episode_host_idle: float = Field(
+        900.0,
+        gt=0,
+        description="With --episode-host: seconds the host keeps its episodes once no stdio "
+        "process is connected to it, before it exits.",
+    )
     fast_path: bool = Field(
         True,
         description="Answer calls of this server's tools on the lean direct path (stdio, and "

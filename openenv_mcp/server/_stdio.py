@@ -49,10 +49,11 @@ from fastmcp import FastMCP
 from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._direct import dumps, is_request_id
+from openenv_mcp.server._episodes import Caller, current_caller
 from openenv_mcp.server._prelude import Handover, Recorder, is_private
 from openenv_mcp.server._prelude import current as current_prelude
 
-__all__ = ["MAX_LINE", "LineConnection", "serve_stdio"]
+__all__ = ["MAX_LINE", "LineConnection", "serve_stdio", "stream_lines"]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -128,6 +129,13 @@ async def _lines(
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), reader)
     if lead.rest:
         stream.feed_data(lead.rest)
+    async for item in stream_lines(stream):
+        yield item
+
+
+async def stream_lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes | ValueError]:
+    """Lines from ``stream`` (made with ``limit=MAX_LINE``); a longer line yields one
+    ValueError, once, and is skipped."""
     while True:
         try:
             line = await stream.readuntil(b"\n")
@@ -241,11 +249,16 @@ class LineConnection:
         """Serve the lines until they end, then answer what is in flight."""
         to_server, from_client = anyio.create_memory_object_stream[Any](64)
         to_client, from_server = anyio.create_memory_object_stream[Any](64)
-        async with from_client, from_server, anyio.create_task_group() as tg:
-            tg.start_soon(run_standard_stack, self.server, from_client, to_client)
-            tg.start_soon(self.pump_out, from_server)
-            async with to_server:  # closing it (at the end) ends the standard stack
-                await self.pump_in(lines, to_server, tg)
+        # One connection is one caller: its calls without a handle mean its own episode.
+        caller = current_caller.set(Caller())
+        try:
+            async with from_client, from_server, anyio.create_task_group() as tg:
+                tg.start_soon(run_standard_stack, self.server, from_client, to_client)
+                tg.start_soon(self.pump_out, from_server)
+                async with to_server:  # closing it (at the end) ends the standard stack
+                    await self.pump_in(lines, to_server, tg)
+        finally:
+            current_caller.reset(caller)
 
     async def pump_out(self, stream: Any) -> None:
         async for wrapped in stream:

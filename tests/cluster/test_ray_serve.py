@@ -63,7 +63,10 @@ def cluster() -> Iterator[dict[str, Any]]:
             url = _first_line(proc, log, timeout=240)
             assert url == f"http://127.0.0.1:{port}/mcp"
             ray.init(address="auto", logging_level="WARNING", log_to_driver=False)
-            yield {"url": url, "port": port, "proc": proc}
+            # What the README's command deployed is played now, before any test redeploys
+            # (tests run in any order): its test checks what was seen here.
+            played = _play_eight_episodes(url)
+            yield {"url": url, "port": port, "proc": proc, "readme": played}
         finally:
             if ray.is_initialized():
                 ray.shutdown()
@@ -167,18 +170,28 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def test_the_readme_command_serves_atari_from_four_replicas(cluster: dict[str, Any]) -> None:
-    with MCPEnvClient(cluster["url"], frames="zstd").sync() as root:
-        assert root.get_action_meanings()[1] == "FIRE"
+def _play_eight_episodes(url: str) -> dict[str, Any]:
+    """Reset and step eight Pong episodes through ``url``; what was seen."""
+    with MCPEnvClient(url, frames="zstd").sync() as root:
+        meanings = root.get_action_meanings()
         group = [root, *(root.spawn() for _ in range(7))]
-        for i, episode in enumerate(group):
-            obs, _ = episode.reset(seed=i)
-            assert obs.shape == (210, 160, 3)
-        for episode in group:
-            *_, info = episode.step(1)
-            assert info["step"] == 1
+        shapes = [episode.reset(seed=i)[0].shape for i, episode in enumerate(group)]
+        steps = [episode.step(1)[4]["step"] for episode in group]
         shards = {shard_of(e.episode_id or "") for e in group}
-    assert shards == set(replica_shards(APP)) and len(shards) == 4
+    return {
+        "meanings": meanings,
+        "shapes": shapes,
+        "steps": steps,
+        "shards": shards,
+        "replicas": set(replica_shards(APP)),
+    }
+
+
+def test_the_readme_command_serves_atari_from_four_replicas(cluster: dict[str, Any]) -> None:
+    played = cluster["readme"]
+    assert played["meanings"][1] == "FIRE"
+    assert played["shapes"] == [(210, 160, 3)] * 8 and played["steps"] == [1] * 8
+    assert played["shards"] == played["replicas"] and len(played["shards"]) == 4
 
 
 def test_every_call_reaches_the_replica_holding_its_episode(cluster: dict[str, Any]) -> None:

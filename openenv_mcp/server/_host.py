@@ -1,0 +1,270 @@
+"""Episodes that outlive the process that started them: a per-user episode host.
+
+Some agent frameworks (LangChain's ``MultiServerMCPClient`` quickstart, LlamaIndex's
+``McpToolSpec``) start a fresh stdio server for every tool call, so an episode
+living in that process dies with it and ``step`` after ``reset`` finds nothing.
+With ``serve ENV --stdio --episode-host`` the stdio process is a thin front
+(:func:`relay`): it connects to this user's episode host for the same
+environment and options, starting it on demand, and relays the MCP lines both
+ways, importing nothing heavy. The host (:func:`serve_host`) is an ordinary
+server of the environment listening on a Unix socket in a directory only this
+user can enter, and each connection to it is one caller with a default episode
+of its own. Episodes live in the host, so ``reset`` in one process and ``step``
+with its ``episode_id`` in the next continue the same game, while two sessions
+never see each other's episodes unless handed the handle (128 random bits). The
+host exits once no caller has been connected for its idle time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from fastmcp import FastMCP
+
+
+__all__ = ["HOST_DIR_ENV", "host_dir", "host_socket", "relay", "serve_host"]
+
+log = logging.getLogger("openenv_mcp.server")
+
+#: Where hosts keep their sockets, logs and locks (default: $XDG_RUNTIME_DIR/openenv-mcp,
+#: else /tmp/openenv-mcp-<uid>).
+HOST_DIR_ENV = "OPENENV_MCP_HOST_DIR"
+#: Seconds a front waits for a host it started to listen (its imports, the env's ROMs).
+START_TIMEOUT = 120.0
+_CHUNK = 1 << 20
+
+
+class HostError(RuntimeError):
+    """The episode host cannot be used (its directory is not private, it failed to start)."""
+
+
+def host_dir() -> Path:
+    """This user's private directory of episode hosts, made if missing.
+
+    Raises:
+        HostError: it exists but another user owns it or others may enter it (a socket
+            there could be someone else's).
+    """
+    configured = os.environ.get(HOST_DIR_ENV)
+    if configured:
+        path = Path(configured)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "openenv-mcp"
+    else:
+        path = Path("/tmp") / f"openenv-mcp-{os.getuid()}"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise HostError(
+            f"{path} is not a directory of this user's (uid {os.getuid()}): refusing to "
+            f"look for episode hosts there; set {HOST_DIR_ENV} to a private directory"
+        )
+    if info.st_mode & 0o077:
+        raise HostError(
+            f"{path} may be entered by other users (mode {stat.S_IMODE(info.st_mode):o}): "
+            f"chmod 700 it, or set {HOST_DIR_ENV} to a private directory"
+        )
+    return path
+
+
+def host_socket(argv: Sequence[str]) -> Path:
+    """The socket of the host for a server started with ``argv`` (environment, options
+    and settings): one host per distinct command line and openenv-mcp version."""
+    from openenv_mcp._version import __version__
+
+    key = hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:20]
+    return host_dir() / f"host-{key}.sock"
+
+
+# -- the front: a stdio process that relays to the host -----------------------------------
+
+
+def relay(argv: Sequence[str]) -> int:
+    """Relay this process's stdio to the host serving ``argv``, starting it if needed.
+
+    Returns the exit status: 0 when stdin ends (the client left), 1 when the host
+    could not be reached or went away (why is on stderr).
+    """
+    try:
+        path = host_socket(argv)
+        conn = _connect_or_start(path, argv)
+    except HostError as exc:
+        print(f"openenv-mcp: episode host: {exc}", file=sys.stderr, flush=True)
+        return 1
+    return _pump(conn)
+
+
+def _connect(path: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def _connect_or_start(path: Path, argv: Sequence[str]) -> socket.socket:
+    """A connection to the host at ``path``; one process at a time starts a missing host."""
+    conn = _connect(path)
+    if conn is not None:
+        return conn
+    lock = path.with_suffix(".lock")
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another front may be starting it right now
+        conn = _connect(path)
+        if conn is not None:
+            return conn
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a socket left by a host that died
+        log_path = path.with_suffix(".log")
+        with open(log_path, "ab") as log_file:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "openenv_mcp.cli",
+                    "serve",
+                    *argv,
+                    "--episode-host-socket",
+                    str(path),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                start_new_session=True,  # it outlives this front, and the harness's signals
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            conn = _connect(path)
+            if conn is not None:
+                return conn
+            if process.poll() is not None:
+                tail = log_path.read_bytes()[-2000:].decode(errors="replace")
+                raise HostError(f"the host exited at start (status {process.returncode}):\n{tail}")
+            time.sleep(0.05)
+        process.kill()
+        raise HostError(f"the host did not listen on {path} within {START_TIMEOUT:g}s")
+
+
+def _pump(conn: socket.socket) -> int:
+    """Copy stdin to the host and the host to stdout until the client or the host leaves.
+
+    Plain threads and blocking reads: the front stays small (no event loop to import),
+    and a read of stdin works the same on a pipe, a file or ``/dev/null``.
+    """
+    client_left = threading.Event()
+
+    def upstream() -> None:
+        try:
+            while chunk := os.read(0, _CHUNK):
+                conn.sendall(chunk)
+            client_left.set()
+            conn.shutdown(socket.SHUT_WR)  # the host answers what is in flight, then closes
+        except OSError:
+            pass  # the host went away: the read below sees it
+
+    threading.Thread(target=upstream, name="openenv-mcp-front", daemon=True).start()
+    try:
+        while chunk := conn.recv(_CHUNK):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(1, view) :]
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    if client_left.is_set():
+        return 0
+    print("openenv-mcp: the episode host went away", file=sys.stderr, flush=True)
+    return 1
+
+
+# -- the host: a server on a private Unix socket, one caller per connection -------------------
+
+
+async def serve_host(server: FastMCP, path: Path) -> None:
+    """Serve ``server`` on the Unix socket ``path`` until no caller has been connected for
+    ``episode_host_idle`` seconds (or SIGTERM/SIGINT); each connection is one caller.
+    Every episode is closed on the way out."""
+    import asyncio
+
+    from openenv_mcp._compat import use_transport
+    from openenv_mcp.server._build import get_app
+    from openenv_mcp.server._stdio import MAX_LINE, LineConnection, stream_lines
+
+    app = get_app(server)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+
+    idle = app.settings.episode_host_idle
+    connected = 0
+    quiet_since = time.monotonic()
+    uid = os.getuid()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connected, quiet_since
+        peer = writer.get_extra_info("socket")
+        if _peer_uid(peer) != uid:  # the directory is private; this is belt and braces
+            log.warning("refusing a connection from another user")
+            writer.close()
+            return
+        connected += 1
+        try:
+            conn = LineConnection(server, app, writer.write, "stdio")
+            await conn.serve(stream_lines(reader))
+        except (ConnectionError, OSError) as exc:
+            log.info("a caller went away: %r", exc)
+        finally:
+            connected -= 1
+            quiet_since = time.monotonic()
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    listener = await asyncio.start_unix_server(handle, path=str(path), limit=MAX_LINE)
+    os.chmod(path, 0o600)
+    log.info("episode host for %s listening on %s (idle exit after %gs)", app.spec.name, path, idle)
+    try:
+        async with use_transport("stdio"), listener:
+            while not stop.is_set() and (connected or time.monotonic() - quiet_since < idle):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), min(1.0, idle / 4))
+        log.info("episode host stopping (%s)", "signal" if stop.is_set() else f"idle {idle:g}s")
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        await app.aclose()
+
+
+def _peer_uid(sock: Any) -> int | None:
+    """The uid of the process at the other end of a Unix socket (Linux's SO_PEERCRED)."""
+    import struct
+
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    _pid, peer_uid, _gid = struct.unpack("3i", creds)
+    return int(peer_uid)
