@@ -168,7 +168,7 @@ class MCPGymEnv(gym.Env[Any, Any]):
         options = client.session.options
         self.spec = gym_spec(
             client.env_name,
-            portable_target(client.session.target, client.spec),
+            portable_target(client.session.target, client.server_spec),
             render_mode=render_mode,
             **{k: v for k, v in options.items() if k not in _UNPORTABLE_OPTIONS},
         )
