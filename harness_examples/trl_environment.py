@@ -7,7 +7,8 @@ builds instances of itself. Its contract (``trl.GRPOTrainer``'s
 * a constructor with no arguments (TRL makes one instance per rollout and
   reuses them);
 * ``reset(**kwargs)``: called with the dataset row before each rollout; returns
-  a string appended to the prompt (or ``None``);
+  a string appended to the prompt's last message as it is (here it starts a new
+  paragraph), or ``None``;
 * every other public method is a tool the model may call: TRL lists them with
   ``inspect.getmembers(type(env), inspect.isfunction)`` and describes each to
   the model with ``transformers.utils.get_json_schema`` (name, docstring, type
@@ -75,7 +76,11 @@ class MCPEnvironment:
         cls._root.close()
 
     def reset(self, **kwargs: Any) -> str:
-        """Start a new episode; ``seed`` and ``options`` are taken from the dataset row."""
+        """Start a new episode; ``seed`` and ``options`` are taken from the dataset row.
+
+        TRL appends the text returned to the prompt's last message as it is, so it
+        starts a new paragraph where that message has words.
+        """
         seed = kwargs.get("seed")
         options = kwargs.get("options")
         obs, info = self._env.reset(
@@ -83,7 +88,8 @@ class MCPEnvironment:
             options=options if isinstance(options, dict) else None,
         )
         self._return, self._done = 0.0, False
-        return f"A new episode has started. {_words(obs, info)}".strip()
+        text = _sentences("A new episode has started.", _words(obs, info))
+        return _separator(kwargs.get("prompt")) + text
 
     def get_reward(self) -> float:
         """The episode's return so far (TRL reads it when the rollout ends)."""
@@ -97,9 +103,11 @@ class MCPEnvironment:
         obs, reward, terminated, truncated, info = self._env.step(action)
         self._return += reward
         self._done = terminated or truncated
-        text = f"{_words(obs, info)} Reward {reward:g}, total {self._return:g}."
-        if self._done:
-            text += " The episode is over."
+        text = _sentences(
+            _words(obs, info),
+            f"Reward {reward:g}, total {self._return:g}.",
+            "The episode is over." if self._done else "",
+        )
         if not self._images:
             return text
         frame = obs if _is_frame(obs) else self._env.render()
@@ -111,6 +119,20 @@ class MCPEnvironment:
             {"type": "image", "image": Image.fromarray(np.asarray(frame, dtype=np.uint8))},
             {"type": "text", "text": text},
         ]
+
+
+def _sentences(*parts: str) -> str:
+    return " ".join(part for part in parts if part)
+
+
+def _separator(prompt: Any) -> str:
+    """What goes between a dataset row's prompt and the text ``reset`` adds to it."""
+    last = prompt[-1] if isinstance(prompt, list) and prompt else prompt
+    content = last.get("content") if isinstance(last, dict) else last
+    # A list of parts gets the text as a part of its own; an empty prompt needs nothing.
+    if not isinstance(content, str) or not content or content[-1].isspace():
+        return ""
+    return "\n\n"
 
 
 def _is_frame(obs: Any) -> bool:

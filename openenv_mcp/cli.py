@@ -687,16 +687,30 @@ def export(
             help="minari: the dataset id (namespace/name-v0); jsonl: the file to write."
         ),
     ],
+    finished_only: Annotated[
+        bool,
+        typer.Option(
+            "--finished-only",
+            help="Leave out episodes that did not finish (reset, closed or abandoned "
+            "mid-way); by default they are exported truncated at their last step.",
+        ),
+    ] = False,
 ) -> None:
-    """Export the finished episodes recorded in DIRECTORY: a Minari dataset that
-    minari.load_dataset(NAME) opens, or JSON Lines of tool-call messages with rewards."""
+    """Export the episodes recorded in DIRECTORY: a Minari dataset that
+    minari.load_dataset(NAME) opens (and whose recover_environment() serves the env
+    again), or JSON Lines of tool-call messages with rewards."""
     from openenv_mcp.export import export_jsonl, export_minari
 
     try:
         if format == "minari":
-            report = export_minari(directory, name, progress=lambda m: typer.echo(m, err=True))
+            report = export_minari(
+                directory,
+                name,
+                progress=lambda m: typer.echo(m, err=True),
+                finished_only=finished_only,
+            )
         else:
-            report = export_jsonl(directory, name)
+            report = export_jsonl(directory, name, finished_only=finished_only)
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     typer.echo(report.text())

@@ -5,16 +5,23 @@
 from the recording; ``--format jsonl`` writes one JSON object per episode, its
 tool calls and results as chat messages, with the rewards.
 
-Only episodes that ran to their end (terminated or truncated) are exported; the
-others (the server stopped, the episode was reset or closed mid-way) are counted
-and left out, so every exported episode is a whole trajectory.
+Episodes that ran to their end (terminated or truncated) are exported as they
+ended. The others (reset or closed mid-way, abandoned, or cut off by a server that
+stopped) are exported truncated at their last recorded step, as Gymnasium would say
+of an episode cut short: an agent's session rarely finishes an Atari game, and its
+steps are data all the same. ``finished_only`` (``--finished-only``) leaves them out
+instead. Episodes with no step are left out; every one left out is counted.
+
+A Minari dataset carries an env spec, so ``dataset.recover_environment()`` (and
+``eval_env=True``) makes a working :class:`~openenv_mcp.client.MCPGymEnv`: it starts
+its own server over stdio with ``openenv-mcp serve ENV`` and the recorded config and
+rewards (see :mod:`openenv_mcp._minari`). Frames are stored losslessly and compressed.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +31,8 @@ import orjson
 from gymnasium import spaces as gym_spaces
 
 from openenv_mcp.codecs import to_jsonable
-from openenv_mcp.errors import ArgumentError, DependencyNotInstalled
-from openenv_mcp.recording import Recording, iter_recordings
+from openenv_mcp.errors import ArgumentError
+from openenv_mcp.recording import Recording, iter_recordings, read_recording
 from openenv_mcp.spaces import encode, is_array_space
 
 __all__ = ["ExportReport", "export_jsonl", "export_minari", "select"]
@@ -47,22 +54,26 @@ class ExportReport:
         )
 
 
-def select(directory: str | os.PathLike[str]) -> tuple[list[Recording], dict[str, int]]:
-    """The finished recordings under ``directory``, and how many of each other kind."""
+def select(
+    directory: str | os.PathLike[str], *, finished_only: bool = False, observations: bool = True
+) -> tuple[list[Recording], dict[str, int]]:
+    """The recordings under ``directory`` to export, and how many of each other kind.
+
+    Args:
+        finished_only: keep only episodes that terminated or were truncated by the env.
+        observations: decode the observations (``False``: read them later, one
+            episode at a time).
+    """
     if not Path(directory).is_dir():
         raise ArgumentError(f"no such directory of recordings: {directory}")
     kept: list[Recording] = []
     left_out: dict[str, int] = {}
-    for recording in iter_recordings(directory):
-        if recording.finished:
+    for recording in iter_recordings(directory, observations=observations):
+        why = _left_out_because(recording, finished_only)
+        if why is None:
             kept.append(recording)
-            continue
-        why = (
-            "incomplete (no end record: the server was stopped, or still runs)"
-            if not recording.complete
-            else f"not finished ({recording.end.get('status') if recording.end else '?'})"
-        )
-        left_out[why] = left_out.get(why, 0) + 1
+        else:
+            left_out[why] = left_out.get(why, 0) + 1
     if kept:
         first = kept[0].start
         for recording in kept[1:]:
@@ -76,6 +87,28 @@ def select(directory: str | os.PathLike[str]) -> tuple[list[Recording], dict[str
                     f"{recording.path.name}): export one environment's recordings at a time"
                 )
     return kept, left_out
+
+
+def _left_out_because(recording: Recording, finished_only: bool) -> str | None:
+    if recording.finished:
+        return None
+    if finished_only:
+        if not recording.complete:
+            return "incomplete (no end record: the server was stopped, or still runs)"
+        return f"not finished ({recording.end.get('status') if recording.end else '?'})"
+    if not recording.steps:
+        return "without a step"
+    return None
+
+
+def ends_truncated(recording: Recording) -> list[bool]:
+    """Each step's ``truncated``, the last one set where the episode did not finish
+    (reset, closed, abandoned or cut off at that step)."""
+    truncations = [s.truncated for s in recording.steps]
+    last = recording.steps[-1] if recording.steps else None
+    if last is not None and not (last.terminated or last.truncated):
+        truncations[-1] = True
+    return truncations
 
 
 def _numeric_info_keys(recordings: Sequence[Recording]) -> list[str]:
@@ -109,36 +142,44 @@ def export_minari(
     *,
     progress: Callable[[str], None] | None = None,
     description: str | None = None,
+    finished_only: bool = False,
 ) -> ExportReport:
-    """Write the finished recordings under ``directory`` as the Minari dataset
-    ``dataset_id`` (in Minari's datasets root: ``MINARI_DATASETS_PATH`` or
-    ``~/.minari/datasets``). Frames are stored losslessly (no JPEG). Rewards are the
-    served ``reward`` (the env's own unless ``--reward`` composed one).
+    """Write the recordings under ``directory`` as the Minari dataset ``dataset_id``
+    (in Minari's datasets root: ``MINARI_DATASETS_PATH`` or ``~/.minari/datasets``).
+
+    Frames are stored losslessly (no JPEG), gzip-compressed in HDF5 (any reader,
+    ``minari`` included, decompresses them). Rewards are the served ``reward`` (the
+    env's own unless ``--reward`` composed one). The dataset's env spec (and eval env
+    spec) make an :class:`~openenv_mcp.client.MCPGymEnv` serving the recorded
+    environment. Episodes are read one at a time: memory holds one episode's frames.
+
+    Args:
+        finished_only: leave out episodes that did not finish (else they end truncated).
 
     Raises:
         DependencyNotInstalled: without the ``minari`` package (``openenv-mcp[data]``).
-        ArgumentError: no finished episode, or spaces Minari cannot hold.
+        ArgumentError: no episode to export, or spaces Minari cannot hold.
     """
-    try:
-        import minari
-        from minari.data_collector.episode_buffer import EpisodeBuffer
-    except ImportError as exc:
-        raise DependencyNotInstalled(
-            f"export --format minari needs the minari package (pip install "
-            f"'openenv-mcp[data]'): {exc}"
-        ) from None
-    recordings, left_out = select(directory)
+    from openenv_mcp import _minari
+
+    minari = _minari.require()
+    from minari.data_collector.episode_buffer import EpisodeBuffer
+
+    recordings, left_out = select(directory, finished_only=finished_only, observations=False)
     if not recordings:
-        raise ArgumentError(f"no finished episode recorded under {directory} to export")
+        raise ArgumentError(f"no episode recorded under {directory} to export")
     first = recordings[0]
     obs_space, act_space = first.observation_space, first.action_space
+    for space in (obs_space, act_space):
+        _stack(space, [])  # fails now, before any file is written, if Minari cannot hold it
     info_keys = _numeric_info_keys(recordings)
-    buffers = []
-    for index, recording in enumerate(recordings):
-        steps = recording.steps
-        infos = [recording.start["info"], *(s.info for s in steps)]
-        buffers.append(
-            EpisodeBuffer(
+
+    def buffers() -> Iterator[Any]:
+        for index, brief in enumerate(recordings):
+            recording = read_recording(brief.path)  # its frames, now
+            steps = recording.steps
+            infos = [recording.start["info"], *(s.info for s in steps)]
+            yield EpisodeBuffer(
                 id=index,
                 seed=recording.start.get("seed"),
                 options=recording.start.get("options"),
@@ -148,42 +189,29 @@ def export_minari(
                 actions=_stack(act_space, [s.action for s in steps]),
                 rewards=[s.reward for s in steps],
                 terminations=[s.terminated for s in steps],
-                truncations=[s.truncated for s in steps],
+                truncations=ends_truncated(recording),
                 infos={k: np.asarray([i[k] for i in infos]) for k in info_keys},
             )
-        )
-        if progress is not None:
-            progress(f"{index + 1}/{len(recordings)} {recording.path.name}")
+            if progress is not None:
+                progress(f"{index + 1}/{len(recordings)} {recording.path.name}")
+
     start = first.start
-    with warnings.catch_warnings():  # Minari asks for an author, an email, an env spec
-        warnings.simplefilter("ignore", UserWarning)
-        _create(minari, dataset_id, buffers, obs_space, act_space, start, description)
+    _minari.create(
+        minari,
+        dataset_id,
+        buffers(),
+        obs_space,
+        act_space,
+        env_spec=_minari.recorded_env_spec(start),
+        description=description
+        or f"{start['title']} ({start['env']}, config {start['config']}) recorded by openenv-mcp",
+        requirements=_minari.requirements(start),
+    )
     return ExportReport(
         episodes=len(recordings),
         steps=sum(len(r.steps) for r in recordings),
         left_out=left_out,
         where=f"the Minari dataset {dataset_id}",
-    )
-
-
-def _create(
-    minari: Any,
-    dataset_id: str,
-    buffers: list[Any],
-    obs_space: gym_spaces.Space[Any],
-    act_space: gym_spaces.Space[Any],
-    start: dict[str, Any],
-    description: str | None,
-) -> None:
-    minari.create_dataset_from_buffers(
-        dataset_id=dataset_id,
-        buffer=buffers,
-        observation_space=obs_space,
-        action_space=act_space,
-        algorithm_name="openenv-mcp recordings",
-        description=description
-        or f"{start['title']} ({start['env']}, config {start['config']}) recorded by openenv-mcp",
-        jpeg_encoding=False,
     )
 
 
@@ -272,9 +300,12 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def export_jsonl(directory: str | os.PathLike[str], out: str | os.PathLike[str]) -> ExportReport:
-    """One JSON object per finished episode under ``directory``, written to ``out``."""
-    recordings, left_out = select(directory)
+def export_jsonl(
+    directory: str | os.PathLike[str], out: str | os.PathLike[str], *, finished_only: bool = False
+) -> ExportReport:
+    """One JSON object per episode under ``directory``, written to ``out`` (``status``
+    says how each ended; see :func:`select` for which are left out)."""
+    recordings, left_out = select(directory, finished_only=finished_only)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:

@@ -19,11 +19,13 @@ from pydantic import BaseModel, ValidationError
 from openenv_mcp.errors import ArgumentError, did_you_mean
 
 __all__ = [
+    "cli_args",
     "flag",
     "format_validation_error",
     "make_config",
     "parse_cli_options",
     "parse_pairs",
+    "serve_command",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -34,6 +36,43 @@ _QUOTE = 80
 def flag(name: str) -> str:
     """The command-line flag of a field: ``max_episode_steps`` -> ``--max-episode-steps``."""
     return f"--{name.replace('_', '-')}"
+
+
+def cli_args(options: Mapping[str, Any]) -> list[str]:
+    """Options as command-line arguments, the inverse of :func:`parse_cli_options`.
+
+    Booleans become ``--flag`` / ``--no-flag``, lists a repeated flag, objects JSON
+    (as ``--kwargs`` and ``--game-params`` take them), other values their text.
+    ``None`` is left out: it is the default of every optional field, and a command
+    line has no way to say it.
+    """
+    args: list[str] = []
+    for name, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            args.append(flag(name) if value else flag(f"no_{name}"))
+        elif isinstance(value, list | tuple):
+            for item in value:
+                args += [flag(name), _cli_value(item)]
+        else:
+            args += [flag(name), _cli_value(value)]
+    return args
+
+
+def _cli_value(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, dict | list) else str(value)
+
+
+def serve_command(env: str, config: Mapping[str, Any], rewards: Sequence[str] = ()) -> list[str]:
+    """The command that serves ``env`` (a name or ``module:Class``) with ``config`` and
+    these ``--reward`` compositions over stdio: what a recording or a client's server
+    was, as another process can start it again.
+
+    ``openenv-mcp`` at its head is the one installed beside the client that runs it
+    (see :class:`~openenv_mcp.client.Session`), on ``PATH`` or not.
+    """
+    return ["openenv-mcp", "serve", env, *cli_args(config), *cli_args({"reward": list(rewards)})]
 
 
 def _describe_input(value: Any) -> str:

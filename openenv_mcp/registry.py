@@ -36,6 +36,7 @@ __all__ = [
     "is_reference",
     "load_reference",
     "register",
+    "serve_name",
 ]
 
 ENTRY_POINT_GROUP = "openenv_mcp.envs"
@@ -184,3 +185,18 @@ def get_entry(name: str) -> EnvEntry:
 def get_env_class(name: str) -> type[Environment[Any]]:
     """Import and return the environment registered under ``name`` (or referenced by it)."""
     return get_entry(name).load()
+
+
+def serve_name(cls: type[Environment[Any]]) -> str:
+    """How another process's ``openenv-mcp serve`` names ``cls``: its entry-point name
+    where that entry point loads this very class, else ``"module:Class"`` (a class
+    registered only in this process, or not at all)."""
+    name = getattr(cls, "name", "")
+    installed = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if name in installed:
+        try:
+            if EnvEntry(name, installed[name]).load() is cls:
+                return str(name)
+        except DependencyNotInstalled:
+            pass
+    return f"{cls.__module__}:{cls.__qualname__}"

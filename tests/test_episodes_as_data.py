@@ -67,8 +67,14 @@ def test_a_server_killed_mid_episode_leaves_every_answered_step_readable(tmp_pat
     assert recording.steps[-1].rewards is not None
     replayed = cli("replay", str(recording.path))
     assert "replayed 38 steps (an incomplete recording: the server stopped)" in replayed.stdout
-    exported = cli("export", str(tmp_path), "--format", "jsonl", str(tmp_path / "out.jsonl"))
-    assert "exported 0 episodes" in exported.stdout and "1 incomplete" in exported.stdout
+    # Cut off by the kill, the episode is data all the same: exported truncated at its
+    # last answered step, unless --finished-only leaves it out.
+    out = tmp_path / "out.jsonl"
+    exported = cli("export", str(tmp_path), "--format", "jsonl", str(out))
+    assert "exported 1 episodes (38 steps)" in exported.stdout
+    assert json.loads(out.read_text())["status"] is None  # no end record
+    only = cli("export", str(tmp_path), "--format", "jsonl", str(out), "--finished-only")
+    assert "exported 0 episodes" in only.stdout and "1 incomplete" in only.stdout
 
 
 def test_record_replay_and_a_minari_dataset_the_real_package_loads(tmp_path: Path) -> None:

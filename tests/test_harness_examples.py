@@ -5,8 +5,8 @@
 * every Inspector CLI command in inspector.md runs against a real server;
 * both GRPO scripts run end to end (shortened by ``--quick``);
 * the TRL helper meets TRL's ``environment_factory`` contract: checked with
-  TRL's own discovery and transformers' tool-schema extraction, and, where TRL
-  is installed, by a real ``GRPOTrainer`` training step on CPU.
+  TRL's own discovery and transformers' tool-schema extraction, and by
+  ``trl_grpo.py``: a real ``GRPOTrainer`` run on CPU against a served env.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from openenv_mcp.recording import iter_recordings
 from openenv_mcp.server import build_server
 from openenv_mcp.server._host import HOST_DIR_ENV
-from tests.servers import ROOT, free_port, stop, stop_episode_hosts
+from tests.servers import ROOT, free_port, http_server, stop, stop_episode_hosts
 from tests.test_independent_clients import node_tools  # noqa: F401  (a shared fixture)
 
 EXAMPLES = ROOT / "harness_examples"
@@ -437,14 +438,17 @@ def test_trl_contract_on_blackjack(blackjack_env_class: type[Any]) -> None:
     for tool in tools.values():
         assert inspect.signature(tool).parameters == {}
         assert tool.__doc__ and inspect.signature(tool).return_annotation is str
-    text = env.reset(seed=3, prompt=[{"role": "user", "content": "play"}])
-    assert text.startswith("A new episode has started. Player sum")
+    prompt = [{"role": "user", "content": "Play one hand until it is over."}]
+    text = env.reset(seed=3, prompt=prompt)
+    # TRL glues the text to the prompt as it is ("...is over.A new episode" before)
+    assert text.startswith("\n\nA new episode has started. Player sum")
+    assert env.reset(seed=3, prompt=[{"role": "user", "content": ""}]) == text.lstrip()
     answer = tools["stick"]()  # STICK always ends a hand
     assert "The episode is over." in answer and "Reward" in answer
     assert env.get_reward() in (-1.0, 0.0, 1.0)
     with pytest.raises(ValueError, match="episode is over"):
         tools["hit"]()
-    assert env.reset(seed=3) == text  # seeded: the same hand again
+    assert env.reset(seed=3) == text.lstrip()  # seeded: the same hand again
     other = blackjack_env_class()  # a second instance: its own episode
     other.reset(seed=4)
     assert env.get_reward() == 0.0
@@ -495,61 +499,39 @@ def test_trl_atari_actions_return_image_parts() -> None:
         cls._close_connection()
 
 
-@pytest.mark.integration
-@pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
-def test_trl_grpo_trainer_trains_a_step(
-    blackjack_env_class: type[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """TRL's own GRPOTrainer, a tiny random model, CPU, no download: one real step."""
-    pytest.importorskip("trl", reason="TRL is not installed (pip install trl)")
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-    from trl import GRPOConfig, GRPOTrainer
-    from trl.chat_template_utils import qwen3_chat_template
+def test_trl_joins_reset_text_to_the_prompt_readably(blackjack_env_class: type[Any]) -> None:
+    """TRL appends reset()'s text to the last message as it is (GRPOTrainer._generate)."""
+    env = blackjack_env_class()
+    for content, joint in [("Play until the hand is over.", "over.\n\nA new"), ("", "A new")]:
+        prompt = [{"role": "user", "content": content}]
+        joined = content + env.reset(seed=3, prompt=prompt)
+        assert joined.startswith(content.removesuffix("over.") + joint)
+        assert "  " not in joined
+    answer = trl_tools(env)["stick"]()
+    assert re.fullmatch(
+        r"Player sum \d+, dealer shows \d+, usable ace: (yes|no)\. Reward "
+        r"-?\d, total -?\d\. The episode is over\.",
+        answer,
+    ), answer
 
-    chars = ["<unk>", "<pad>", "<eos>", "\n"] + [chr(i) for i in range(32, 127)]
-    word_level = Tokenizer(models.WordLevel({c: i for i, c in enumerate(chars)}, unk_token="<unk>"))
-    word_level.pre_tokenizer = pre_tokenizers.Split("", "isolated")
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=word_level, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
-    )
-    tokenizer.chat_template = qwen3_chat_template
-    special = ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>"]
-    tokenizer.add_special_tokens({"additional_special_tokens": special})
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=1024,
-    )
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=8,
-        max_steps=1,
-        report_to=[],
-        use_cpu=True,
-        save_strategy="no",
-        logging_steps=1,
-    )
-    trainer = GRPOTrainer(
-        model=Qwen2ForCausalLM(config),
-        processing_class=tokenizer,
-        args=args,
-        environment_factory=blackjack_env_class,
-    )
-    # TRL found our actions as its tools, and renders them into the prompt
-    assert {tool.__name__ for tool in trainer.tools} == {"stick", "hit"}
-    rendered = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "play"}], tools=trainer.tools, tokenize=False
-    )
-    assert '"name": "hit"' in rendered and "Take another card" in rendered
-    trainer.train()
-    logged = {k for entry in trainer.state.log_history for k in entry}
-    assert "rewards/GymnasiumBlackjackV1/mean" in logged
+
+@pytest.mark.integration
+def test_trl_grpo_runs_the_whole_loop_against_a_served_env(tmp_path: Path) -> None:
+    """``trl_grpo.py --tiny``: TRL's own GRPOTrainer with the adapter, against a server
+    over HTTP, two steps on CPU with a model and tokenizer made on the spot (no
+    download): the model's tool calls reached the server, rewards came back, and
+    training changed every parameter tensor."""
+    records = tmp_path / "records"
+    serve = ("--id", "Blackjack-v1", "--no-render", "--record", str(records))
+    with http_server("gymnasium", *serve) as url:
+        out = run_example("trl_grpo.py", "--tiny", "--server", url, "--output-dir", str(tmp_path))
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert len(summary["tool_calls_per_rollout"]) == 2, out
+    assert all(calls > 0 for calls in summary["tool_calls_per_rollout"]), out
+    assert len(summary["rewards"]) == 2 and all(-1 <= r <= 1 for r in summary["rewards"]), out
+    assert summary["tensors_changed"] == summary["tensors"] > 0, out
+    # On the server: the hands the script played to choose its dataset, and the
+    # trainer's rollouts whose tool calls stepped the game.
+    stepped = [r for r in iter_recordings(records) if r.steps]
+    assert len(stepped) > summary["probe_episodes"]
+    assert {r.start["seed"] for r in stepped} >= set(summary["hands"])

@@ -97,11 +97,13 @@ PUBLIC = {
     ],
     "openenv_mcp.testing": ["CheckReport", "EnvCheckError", "check_env", "values_equal"],
     "openenv_mcp.options": [
+        "cli_args",
         "flag",
         "format_validation_error",
         "make_config",
         "parse_cli_options",
         "parse_pairs",
+        "serve_command",
     ],
     "openenv_mcp.registry": [
         "ENTRY_POINT_GROUP",
@@ -113,6 +115,7 @@ PUBLIC = {
         "is_reference",
         "load_reference",
         "register",
+        "serve_name",
     ],
     "openenv_mcp.rewards": [
         "Discounted",

@@ -164,12 +164,10 @@ async def test_jsonl_export_holds_the_tool_calls_and_rewards(tmp_path: Path) -> 
             await c.call_tool("step", {"action": "hi please"})
             await c.call_tool("history", {})
             await c.call_tool("step", {"action": "bye"})
-            await c.call_tool("reset", {"seed": 1})  # still running: left out
+            await c.call_tool("reset", {"seed": 1})  # still running, no step yet: left out
         report = export_jsonl(tmp_path / "rec", tmp_path / "out.jsonl")
         assert (report.episodes, report.steps) == (1, 2)
-        assert report.left_out == {
-            "incomplete (no end record: the server was stopped, or still runs)": 1
-        }
+        assert report.left_out == {"without a step": 1}
         (episode,) = [
             json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()
         ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable, Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -9,10 +11,20 @@ import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
 from openenv_mcp.client._session import Session, Target
+from openenv_mcp.client._spec import ServerSpec
 from openenv_mcp.client._sync import SyncEnvClient
 from openenv_mcp.errors import ArgumentError
+from openenv_mcp.options import serve_command
+from openenv_mcp.registry import serve_name
 
-__all__ = ["MCPGymEnv", "SeedChain", "split_reset_options"]
+__all__ = [
+    "MCPGymEnv",
+    "SameServer",
+    "SeedChain",
+    "gym_spec",
+    "portable_target",
+    "split_reset_options",
+]
 
 #: Nominal; servers declare no frame rate, and Gymnasium wants one with render modes.
 RENDER_FPS = 30
@@ -53,22 +65,51 @@ def split_reset_options(options: dict[str, Any] | None) -> tuple[dict[str, Any] 
     return rest or None, str(options["from_snapshot"])
 
 
-class _Reconnect:
-    """The spec's entry point: a new adapter connected to the same target.
+class SameServer(list[str]):
+    """An ``MCPGymEnv`` spec's target where the server is an object in this process.
 
-    Gymnasium deep-copies spec arguments; a target such as a server object must
-    be shared, not cloned, so it lives here, and this is never copied.
+    ``gym.make(env.spec)`` here connects to that same object (Gymnasium deep-copies
+    spec arguments; this is never copied). Serialised (``EnvSpec.to_json``, a Minari
+    dataset's metadata) it is what it holds as a list: the command that serves the
+    same environment, with the same config and rewards, which any process can start.
     """
 
-    def __init__(self, target: Target, options: dict[str, Any]) -> None:
-        self.target = target
-        self.options = options
+    def __init__(self, command: Iterable[str] = (), server: Any = None) -> None:
+        super().__init__(command)
+        self.server = server
 
-    def __call__(self, **kwargs: Any) -> MCPGymEnv:
-        return MCPGymEnv(self.target, **{**self.options, **kwargs})
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Reconnect:
+    def __deepcopy__(self, memo: dict[int, Any]) -> SameServer:
         return self
+
+
+#: Session options a spec leaves out: a log file is this process's, and headers may
+#: hold a token, which must not end up in a dataset (pass ``headers=`` to ``gym.make``).
+_UNPORTABLE_OPTIONS = ("server_log", "headers")
+
+
+def gym_spec(env_name: str, target: Any, **kwargs: Any) -> EnvSpec:
+    """The Gymnasium spec of an :class:`MCPGymEnv` on ``target`` (a command, a URL or
+    a :class:`SameServer`): ``gym.make(spec)`` makes one; ``spec.to_json()`` works."""
+    return EnvSpec(
+        id=f"openenv_mcp/{env_name}-v0",
+        entry_point="openenv_mcp.client:MCPGymEnv",
+        kwargs={"target": target, **kwargs},
+    )
+
+
+def portable_target(target: Target, spec: ServerSpec) -> Any:
+    """``target`` as JSON can hold it: a command or URL as it is; a server object (or a
+    transport) as a :class:`SameServer` naming the command that serves the same env."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, Sequence) and all(isinstance(a, str) for a in target):
+        return list(target)
+    name = spec.env
+    with contextlib.suppress(ImportError, TypeError):
+        from openenv_mcp.server import get_app
+
+        name = serve_name(get_app(target).env_cls)
+    return SameServer(serve_command(name, spec.config, spec.settings.get("reward") or ()), target)
 
 
 class MCPGymEnv(gym.Env[Any, Any]):
@@ -95,6 +136,8 @@ class MCPGymEnv(gym.Env[Any, Any]):
     def __init__(
         self, target: Target, *, render_mode: str | None = None, **client_options: Any
     ) -> None:
+        if isinstance(target, SameServer) and target.server is not None:
+            target = target.server
         self._adopt(SyncEnvClient.start(Session(target, **client_options)), render_mode)
 
     @classmethod
@@ -122,11 +165,12 @@ class MCPGymEnv(gym.Env[Any, Any]):
                 f"render modes: {self.metadata['render_modes'] or 'none (it has no frame)'}"
             )
         self.render_mode = render_mode
-        options = {k: v for k, v in client.session.options.items() if k != "server_log"}
-        self.spec = EnvSpec(
-            id=f"openenv_mcp/{client.env_name}-v0",
-            entry_point=_Reconnect(client.session.target, options),
-            kwargs={"render_mode": render_mode},
+        options = client.session.options
+        self.spec = gym_spec(
+            client.env_name,
+            portable_target(client.session.target, client.server_spec),
+            render_mode=render_mode,
+            **{k: v for k, v in options.items() if k not in _UNPORTABLE_OPTIONS},
         )
 
     @property

@@ -1,64 +1,32 @@
 """``SyncEnvClient``: :class:`MCPEnvClient` without ``await``.
 
-The async client runs on an event loop of its own, in a background thread (an
-anyio blocking portal); each sync method hands a coroutine to that loop and
-waits for its answer. :class:`SyncEpisode` is the blocking face of any
+The async client runs on an event loop of its own, in a background thread
+(:class:`~openenv_mcp.client._loop.EventLoopThread`); each sync method hands a
+coroutine to that loop and waits for its answer. :class:`SyncEpisode` is the blocking face of any
 :class:`Episode` (``spawn()`` hands them out); :class:`SyncEnvClient` is the one
 that owns the session and the loop. Because the caller's thread only waits, this works the
 same in a plain script and inside a running event loop (a Jupyter cell, an
-async trainer), where ``asyncio.run`` would refuse to start.
+async trainer), where ``asyncio.run`` would refuse to start. A client left open
+is closed at interpreter exit (or when collected), so a script never hangs on it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
-from anyio.from_thread import BlockingPortal, start_blocking_portal
 from gymnasium import spaces
 
+from openenv_mcp.client._loop import EventLoopThread
 from openenv_mcp.client._session import Episode, Session, Transition
 from openenv_mcp.client._spec import ServerSpec
 from openenv_mcp.codecs import ClientFrames
 from openenv_mcp.environment import ActionSet
 from openenv_mcp.errors import ResetNeeded
 
-__all__ = ["EventLoopThread", "SyncEnvClient", "SyncEpisode"]
-
-T = TypeVar("T")
-
-
-class EventLoopThread:
-    """An asyncio event loop on a daemon thread, for driving async clients from sync code."""
-
-    def __init__(self) -> None:
-        self._stack = contextlib.ExitStack()
-        self._portal: BlockingPortal | None = self._stack.enter_context(
-            start_blocking_portal("asyncio", name="openenv-mcp-client")
-        )
-        self._lock = threading.Lock()
-
-    def run(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run ``await func(*args)`` on the loop and return (or raise) its outcome.
-
-        Raises:
-            ResetNeeded: the loop was stopped (its client closed).
-        """
-        portal = self._portal
-        if portal is None:
-            raise ResetNeeded("this client is closed")
-        return portal.call(func, *args)
-
-    def stop(self) -> None:
-        """Stop the loop and join its thread. Idempotent."""
-        with self._lock:
-            if self._portal is None:
-                return
-            self._portal = None
-        self._stack.close()
+__all__ = ["SyncEnvClient", "SyncEpisode"]
 
 
 class SyncEpisode:
@@ -223,7 +191,10 @@ class SyncEnvClient(SyncEpisode):
         except BaseException:
             loop.stop()
             raise
-        return cls(episode if episode is not None else session.episode(), loop)
+        owned = episode if episode is not None else session.episode()
+        client = cls(owned, loop)
+        loop.adopt(client, _closer(owned, session))
+        return client
 
     def __enter__(self) -> SyncEnvClient:
         return self
@@ -232,11 +203,19 @@ class SyncEnvClient(SyncEpisode):
         self.close()
 
     def close(self) -> None:
-        """Close the episode, the session (a stdio server is stopped) and the loop."""
+        """Close the episode, the session (a stdio server is stopped) and the loop.
+
+        A client never closed is closed the same way at interpreter exit, or when it
+        is garbage-collected.
+        """
+        self._loop.stop()
+
+
+def _closer(episode: Episode, session: Session) -> Callable[[], Awaitable[None]]:
+    async def close() -> None:
         try:
-            super().close()
-            self._loop.run(self.session.close)
-        except ResetNeeded:  # already closed
-            pass
+            await episode.close()
         finally:
-            self._loop.stop()
+            await session.close()
+
+    return close

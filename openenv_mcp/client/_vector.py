@@ -18,8 +18,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
+from openenv_mcp.client._loop import EventLoopThread
 from openenv_mcp.client._session import Episode, Session, Target, Transition
-from openenv_mcp.client._sync import EventLoopThread
 from openenv_mcp.errors import (
     ArgumentError,
     OpenEnvError,
@@ -109,6 +109,7 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         except BaseException:
             self._loop.stop()
             raise
+        self._loop.adopt(self, _bind(_close_all, self.episodes, self.sessions))
         first = self.sessions[0].server_spec
         for session in self.sessions[1:]:
             other = session.server_spec
@@ -227,18 +228,11 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         return self._loop.run(self.episodes[index].snapshot)
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every episode, then every session (and stdio server)."""
+        """Close every episode, then every session (and stdio server).
 
-        async def close_all() -> None:
-            for episode in self.episodes:
-                await episode.close()
-            for session in self.sessions:
-                await session.close()
-
-        try:
-            self._loop.run(close_all)
-        finally:
-            self._loop.stop()
+        Envs never closed are closed the same way at interpreter exit, or when collected.
+        """
+        self._loop.stop()
 
     # -- the async work ------------------------------------------------------------------
 
@@ -425,6 +419,15 @@ class _ReplayLog:
     seed: int | None
     options: dict[str, Any] | None
     actions: list[Any] = field(default_factory=list)
+
+
+async def _close_all(episodes: list[Episode], sessions: list[Session]) -> None:
+    try:
+        for episode in episodes:
+            await episode.close()
+    finally:
+        for session in sessions:
+            await session.close()
 
 
 def _bind(func: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Awaitable[None]]:
