@@ -58,6 +58,12 @@ class Narration(Generic[EnvT]):
         """
         return self.env.description
 
+    def briefing(self) -> str:
+        """What a model must know to start playing (the goal, how to start), in a few
+        sentences: the first ``reset`` answer and the ``reset`` tool's description carry
+        it, since many harnesses never show a server's instructions. Default: nothing."""
+        return ""
+
     def action_description(self) -> str:
         """What ``step``'s ``action`` argument is, for a model reading the tool."""
         return ""

@@ -81,6 +81,7 @@ class EnvSpec:
         title: what is served (``"Atari Breakout"``), from the narration.
         description: the class's one line.
         instructions: the rules for a model, from the narration.
+        briefing: the goal and how to start, in a few sentences, from the narration.
         config: the construction options, as JSON.
         action_space: the Gymnasium action space.
         observation_space: the Gymnasium observation space.
@@ -101,6 +102,7 @@ class EnvSpec:
     title: str
     description: str
     instructions: str
+    briefing: str
     config: dict[str, Any]
     action_space: spaces.Space[Any]
     observation_space: spaces.Space[Any]
@@ -126,6 +128,7 @@ class EnvSpec:
             title=narration.title,
             description=env_cls.description,
             instructions=narration.instructions(),
+            briefing=narration.briefing(),
             config=env.config.model_dump(mode="json"),
             action_space=env.action_space,
             observation_space=env.observation_space,

@@ -13,13 +13,17 @@ has what they show, measured by hand).
 from __future__ import annotations
 
 import base64
+import os
+import re
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
 
+from openenv_mcp.server._host import HOST_DIR_ENV
 from tests.figures import record_figure
-from tests.servers import ROOT
+from tests.servers import ROOT, stop_episode_hosts
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -35,8 +39,16 @@ SERVER = [
     "breakout",
     "--stdio",
 ]
-#: What the text alone must carry: the game, the lives, and every legal action's meaning.
-MUST_SAY = ("New episode of Atari Breakout", "5 lives left", "FIRE = launch the ball", "LEFT")
+#: What the text alone must carry: the game, the lives, the goal, how to start, and every
+#: legal action's meaning (no framework here shows a model the server's instructions).
+MUST_SAY = (
+    "New episode of Atari Breakout",
+    "5 lives left",
+    "Goal: Move the paddle",
+    "How to start: Press FIRE",
+    "FIRE = launch the ball",
+    "LEFT",
+)
 
 
 def says_everything(text: str) -> None:
@@ -86,3 +98,32 @@ async def test_llamaindex_passes_text_with_the_image_inside() -> None:
         f"LlamaIndex McpToolSpec, Breakout reset: one text of {len(content)} chars, "
         f"{len(image.data)} of them the PNG in base64"
     )
+
+
+async def test_llamaindex_plays_a_game_though_it_starts_a_server_per_call(
+    tmp_path: Path,
+) -> None:
+    """McpToolSpec starts a fresh server for every call: with --episode-host (as the
+    README's harness configs run it) the episode outlives each one."""
+    pytest.importorskip("llama_index.tools.mcp", reason="the [test] extra installs it")
+    from llama_index.tools.mcp import BasicMCPClient, McpToolSpec
+
+    hosts = tmp_path / "hosts"
+    hosts.mkdir(mode=0o700)
+    env = {**os.environ, HOST_DIR_ENV: str(hosts)}
+    client = BasicMCPClient(SERVER[0], args=[*SERVER[1:], "--episode-host"], env=env, timeout=60)
+    try:
+        with anyio.fail_after(240):
+            tools = {t.metadata.name: t for t in await McpToolSpec(client).to_tool_list_async()}
+            opened = (await tools["reset"].acall(seed=0)).content
+            found = re.search(r"episode (ep_[A-Za-z0-9_-]+)", opened)
+            assert found, opened
+            episode = found.group(1)
+            fired = (await tools["fire"].acall(episode_id=episode)).content
+            moved = (
+                await tools["step"].acall(action="RIGHT", repeat=4, episode_id=episode)
+            ).content
+        # what the model reads: the tool result as one string, the summary inside it
+        assert "Step 1 (FIRE)" in fired and "Step 5 (RIGHT x4)" in moved
+    finally:
+        stop_episode_hosts(hosts)

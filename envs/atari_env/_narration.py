@@ -22,6 +22,15 @@ class AtariNarration(Narration["AtariEnv"]):
         name = env.game.title if env.game else env.emu.game.replace("_", " ").title()
         return f"Atari {name}"
 
+    def briefing(self) -> str:
+        game = self.env.game
+        if game is None:
+            return (
+                "Your score is the reward. What each action does depends on the game: try "
+                "them and watch the frame; if nothing moves, many games wait for FIRE."
+            )
+        return f"Goal: {game.summary} How to start: {game.start}"
+
     def instructions(self) -> str:
         env = self.env
         cfg, game = env.config, env.game

@@ -110,6 +110,9 @@ class Narrator(Layer):
         if words is not None:
             cut = words if len(words) <= TEXT_LIMIT else words[: TEXT_LIMIT - 3] + "..."
             sentences.append(f"Observation: {cut}")
+        briefing = state.narration.briefing() if opening else ""
+        if briefing:
+            sentences.append(briefing)
         actions = state.env.action_set
         if opening and actions is not None:
             legal = "; ".join(f"{a.name} = {a.meaning}" if a.meaning else a.name for a in actions)

@@ -65,6 +65,7 @@ def _episode_tools(
 ) -> list[ModelTool]:
     """reset, step and state; for trainers also step_batch, close and snapshots."""
     title, actions = spec.title, _action_text(spec)
+    briefing = f" {spec.briefing}" if spec.briefing else ""
     options = {"options": _options_schema(spec)}
     action = {"action": spec.action_schema}
     if not trainer:
@@ -72,7 +73,7 @@ def _episode_tools(
             ModelTool.build(
                 "reset",
                 f"Start a new game of {title}: returns the first frame and what to do. Pass "
-                "seed to replay a game exactly." + actions,
+                "seed to replay a game exactly." + briefing + actions,
                 AgentResetArgs,
                 handlers.reset,
                 None,
@@ -104,6 +105,7 @@ def _episode_tools(
             "its episode_id. Pass episode_id to restart that episode, seed to reproduce one"
             + (", from_snapshot to continue a saved state" if snapshots else "")
             + "."
+            + briefing
             + actions,
             SnapshotResetArgs if snapshots else ResetArgs,
             handlers.reset,
