@@ -25,6 +25,7 @@ __all__ = [
     "EpisodeRequired",
     "InvalidAction",
     "OpenEnvError",
+    "RecordingFailed",
     "ResetNeeded",
     "RewardFailed",
     "ServerDied",
@@ -98,6 +99,11 @@ class ServerFull(OpenEnvError):
 
 class EnvCrashed(OpenEnvError):
     """The environment raised inside a call; the episode is broken until reset."""
+
+
+class RecordingFailed(OpenEnvError):
+    """Recording an episode failed (``serve --record``): the disk is full, the directory
+    read-only, the file deleted. The message names the directory and the cause."""
 
 
 class RewardFailed(EnvCrashed):

@@ -29,11 +29,13 @@ also written as ``.mp4`` beside it, for people.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import itertools
 import logging
 import os
 import platform
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -49,7 +51,7 @@ from gymnasium import spaces as gym_spaces
 from openenv_mcp._handles import public_id
 from openenv_mcp.codecs import decode_raw, encode_raw, to_jsonable
 from openenv_mcp.environment import has_frame, parse_options
-from openenv_mcp.errors import ArgumentError
+from openenv_mcp.errors import ArgumentError, RecordingFailed
 from openenv_mcp.spaces import decode, encode, is_array_space, space_from_json, space_to_json
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "RecordedStep",
     "Recording",
     "ReplayReport",
+    "check_writable",
     "iter_recordings",
     "read_recording",
     "replay",
@@ -160,16 +163,20 @@ class EpisodeRecorder:
         step: int = 0,
     ) -> Path:
         """Begin a new file (the previous episode of this handle ends as ``reset``)."""
-        self.end("reset")
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        while True:  # a fresh file, never one written before (a renewed env counts anew)
-            self._resets += 1
-            self.path = self.directory / f"{self.public_id}-{self._resets:04d}.jsonl"
-            try:
-                self._file = _create_private(self.path)
-                break
-            except FileExistsError:
-                continue
+        with contextlib.suppress(RecordingFailed):  # the last episode's failure was told
+            self.end("reset")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            while True:  # a fresh file, never one written before (a renewed env counts anew)
+                self._resets += 1
+                self.path = self.directory / f"{self.public_id}-{self._resets:04d}.jsonl"
+                try:
+                    self._file = _create_private(self.path)
+                    break
+                except FileExistsError:
+                    continue
+        except OSError as exc:
+            raise RecordingFailed(f"recording to {self.directory} failed: {_cause(exc)}") from None
         self._codec.previous = None
         if self._frame_codec is not None:
             self._frame_codec.previous = None
@@ -250,11 +257,73 @@ class EpisodeRecorder:
                 record["frame"] = self._frame_codec.encode(frame)
 
     def _write(self, record: dict[str, Any]) -> None:
+        """Append and flush one record.
+
+        Raises:
+            RecordingFailed: the write failed, or the file was deleted meanwhile (the
+                episode's file is then closed: nothing more is written to it).
+        """
         assert self._file is not None
-        self._file.write(
-            orjson.dumps(record, default=to_jsonable, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-        )
-        self._file.flush()
+        try:
+            if os.fstat(self._file.fileno()).st_nlink == 0:
+                raise RecordingFailed(
+                    f"the recording {self.path} was deleted while its episode was recorded; "
+                    f"the episode is not recorded from step {record.get('step', 0)} on"
+                )
+            self._file.write(
+                orjson.dumps(record, default=to_jsonable, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+            )
+            self._file.flush()
+        except OSError as exc:
+            self._abandon()
+            raise RecordingFailed(f"recording to {self.directory} failed: {_cause(exc)}") from None
+        except RecordingFailed:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Stop writing this episode's file (after a failure)."""
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
+
+
+#: Why a write failed, in words, by errno.
+_CAUSES = {
+    errno.ENOSPC: "the disk is full (no space left on the device)",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOENT: "the directory does not exist (any more)",
+}
+
+
+def _cause(exc: OSError) -> str:
+    """Why an operation on a recording failed, in words."""
+    return _CAUSES.get(exc.errno or 0, exc.strerror or repr(exc))
+
+
+def check_writable(directory: str | os.PathLike[str]) -> Path:
+    """Make ``directory`` (private) if missing and check a file can be written there: what
+    a recording server checks at start, before any episode.
+
+    Raises:
+        RecordingFailed: naming the directory and why not.
+    """
+    path = Path(directory).resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, probe = tempfile.mkstemp(prefix=".openenv-mcp-probe-", dir=path)
+        try:
+            os.write(fd, b"\n")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise RecordingFailed(f"cannot record to {path}: {_cause(exc)}") from None
+    return path
 
 
 def _create_private(path: Path) -> IO[bytes]:

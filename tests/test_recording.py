@@ -4,16 +4,22 @@ real Minari package are in tests/test_episodes_as_data.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import numpy as np
 import pytest
 from fastmcp import Client
 
-from openenv_mcp.errors import ArgumentError
+from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.errors import ArgumentError, RecordingFailed, ResetNeeded
 from openenv_mcp.export import export_jsonl
 from openenv_mcp.recording import (
     finish_videos,
@@ -23,6 +29,7 @@ from openenv_mcp.recording import (
     replay,
 )
 from openenv_mcp.server import ServerSettings, build_server, get_app
+from tests.servers import CLI, ROOT, free_port, http_server
 
 pytestmark = pytest.mark.anyio
 
@@ -191,3 +198,98 @@ async def test_recordings_of_a_served_app_end_when_it_closes(tmp_path: Path) -> 
         (recording,) = iter_recordings(tmp_path)
         assert recording.complete and recording.end is not None
         assert recording.end["status"] == "closed" and not recording.finished
+
+
+# -- when recording fails --------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def small_tmpfs(path: Path, size: str = "48k", read_only: bool = False) -> Iterator[Path]:
+    """A real tmpfs of ``size`` mounted at ``path`` (root only: CI runs as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (the suite runs as root in CI)")
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size},mode=0700" + (",ro" if read_only else "")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+async def test_a_deleted_recording_is_found_at_the_next_write(tmp_path: Path) -> None:
+    server = build_server("echo", settings=ServerSettings(record=str(tmp_path)))
+    async with MCPEnvClient(server) as env:
+        _, info = await env.reset(seed=0)
+        Path(info["recording"]).unlink()
+        with pytest.raises(RecordingFailed, match=r"was deleted while its episode was recorded"):
+            await env.step("lost")
+        with pytest.raises(ResetNeeded, match="its recording failed"):
+            await env.step("after")
+        _, info = await env.reset(seed=1)  # a new file: recording works again
+        assert Path(info["recording"]).exists()
+        assert get_app(server).table.recording_problem is None
+
+
+@pytest.mark.integration  # mounts a tmpfs
+def test_a_read_only_directory_is_refused_at_start(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "ro", read_only=True) as directory:
+        with pytest.raises(ArgumentError, match=r"read-only"):
+            build_server("echo", settings=ServerSettings(record=str(directory)))
+        done = subprocess.run(
+            [
+                *CLI,
+                "serve",
+                "echo",
+                "--http",
+                "--port",
+                str(free_port()),
+                "--record",
+                str(directory),
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    assert done.returncode != 0 and b"the file system is read-only" in done.stderr
+
+
+@pytest.mark.integration  # a real HTTP server, recording onto a small tmpfs
+@pytest.mark.parametrize("policy", ["refuse", "continue"])
+async def test_a_full_disk_is_told_and_the_server_serves_on(tmp_path: Path, policy: str) -> None:
+    with (
+        small_tmpfs(tmp_path / "full") as directory,
+        http_server("echo", "--record", str(directory), "--record-errors", policy) as url,
+    ):
+        health = f"{url.rsplit('/', 1)[0]}/healthz"
+        async with MCPEnvClient(url) as env:
+            await env.reset(seed=0)
+            with anyio.fail_after(120):
+                failed = None
+                for _ in range(200):
+                    try:
+                        *_, info = await env.step("x" * 4000)
+                    except RecordingFailed as exc:
+                        failed = str(exc)
+                        break
+                    if "recording_failed" in info:
+                        failed = info["recording_failed"]
+                        break
+            assert failed is not None and str(directory) in failed
+            assert "the disk is full" in failed
+            state = httpx.get(health, timeout=30).json()
+            assert state["status"] == "degraded" and "the disk is full" in state["recording"]
+            if policy == "refuse":
+                with pytest.raises(ResetNeeded, match="its recording failed"):
+                    await env.step("after")
+                with pytest.raises(RecordingFailed, match="the disk is full"):
+                    await env.reset(seed=1)  # new episodes are refused while it fails
+            else:
+                *_, info = await env.step("after")  # on it goes, unrecorded
+                assert info["step"] > 1 and "recording_failed" not in info
+            for made in directory.iterdir():  # room again: recording (and health) come back
+                made.unlink()
+            _, info = await env.reset(seed=2)
+            assert Path(info["recording"]).parent == directory
+            assert httpx.get(health, timeout=30).json()["status"] == "ok"

@@ -482,7 +482,7 @@ class Session:
         for key in ("episode_id", "status", "step", "reward", "episode_return"):
             info[key] = view[key]
         # Served rewards: the breakdown, the trajectory scores and credit, the recording.
-        for key in ("rewards", "trajectory", "recording"):
+        for key in ("rewards", "trajectory", "recording", "recording_failed"):
             if key in view:
                 info[key] = view[key]
         info["terminated"] = bool(view["terminated"])

@@ -72,6 +72,8 @@ class Moment:
         events: what happened, in words for a model.
         trajectory: at the episode's end, the trajectory rewards' scores and credit.
         taken: steps this operation took (``repeat``).
+        recording_error: why recording failed in this operation, where the server
+            records on without it (``record_errors="continue"``).
     """
 
     observation: Any
@@ -85,6 +87,7 @@ class Moment:
     events: list[str] = field(default_factory=list)
     trajectory: dict[str, Any] | None = None
     taken: int = 1
+    recording_error: str | None = None
 
     @property
     def ended(self) -> bool:

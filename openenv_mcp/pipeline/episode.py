@@ -14,7 +14,7 @@ from openenv_mcp.pipeline.core import EnvCore
 from openenv_mcp.pipeline.mask import ActionMask
 from openenv_mcp.pipeline.narrator import Narrator
 from openenv_mcp.pipeline.order import OrderEnforcing
-from openenv_mcp.pipeline.recorder import Recorder
+from openenv_mcp.pipeline.recorder import Recorder, RecordErrors
 from openenv_mcp.pipeline.repeat import step_repeated
 from openenv_mcp.pipeline.rewards import ServedRewards
 from openenv_mcp.pipeline.view import Outcome, View
@@ -36,6 +36,7 @@ class PipelineOptions:
         record: a directory to record every episode into (:mod:`openenv_mcp.recording`).
         record_video: also write an MP4 of each recorded episode with frames.
         describe: what a recording's start record says of the environment.
+        record_errors: what a failed recording does (:mod:`.recorder`).
     """
 
     frame_scale: int | None = 1
@@ -43,6 +44,7 @@ class PipelineOptions:
     record: str | None = None
     record_video: bool = False
     describe: dict[str, Any] = field(default_factory=dict)
+    record_errors: RecordErrors = "refuse"
 
 
 class EpisodePipeline:
@@ -71,7 +73,7 @@ class EpisodePipeline:
             writer = EpisodeRecorder(
                 options.record, episode_id, env, options.describe, video=options.record_video
             )
-            layer = self.recorder = Recorder(layer, writer)
+            layer = self.recorder = Recorder(layer, writer, options.record_errors)
         self.narrator = Narrator(layer)
         self.top: Layer = self.narrator
         self.view = View(self.narrator.episode, options.frame_scale)

@@ -1,15 +1,30 @@
 """Recording (``serve --record``): every episode's start, steps, calls and end, flushed
-before each answer (:class:`openenv_mcp.recording.EpisodeRecorder` writes the file)."""
+before each answer (:class:`openenv_mcp.recording.EpisodeRecorder` writes the file).
+
+A write that fails (the disk full, the directory read-only, the file deleted) is
+:class:`~openenv_mcp.errors.RecordingFailed`: with ``record_errors="refuse"`` (the
+default) it is the call's answer, so nothing is served unrecorded; with
+``"continue"`` the episode goes on unrecorded (until its next reset records again)
+and the answer says so in ``recording_failed``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
-from openenv_mcp.errors import EnvCrashed, OpenEnvError
+from openenv_mcp.errors import EnvCrashed, OpenEnvError, RecordingFailed
 from openenv_mcp.pipeline.base import Layer, Moment, SavedEpisode
 from openenv_mcp.recording import EpisodeRecorder
 
-__all__ = ["Recorder"]
+__all__ = ["RecordErrors", "Recorder"]
+
+log = logging.getLogger("openenv_mcp.server")
+
+#: What a failed recording does: fail the call (``refuse``), or go on unrecorded.
+RecordErrors = Literal["refuse", "continue"]
+T = TypeVar("T")
 
 
 class Recorder(Layer):
@@ -20,11 +35,26 @@ class Recorder(Layer):
         recorder: the writer of this episode's files.
     """
 
-    def __init__(self, inner: Layer, recorder: EpisodeRecorder) -> None:
+    def __init__(
+        self, inner: Layer, recorder: EpisodeRecorder, errors: RecordErrors = "refuse"
+    ) -> None:
         super().__init__(inner)
         self.recorder = recorder
+        self.errors = errors
         #: The tool call the next step record carries (the first step of a call only).
         self._call: dict[str, Any] | None = None
+
+    def _guard(self, write: Callable[[], T], moment: Moment | None) -> T | None:
+        """Run a write; a failure is the call's answer, or noted on ``moment`` (continue)."""
+        try:
+            return write()
+        except RecordingFailed as exc:
+            if self.errors == "refuse":
+                raise
+            log.warning("episode not recorded from here on: %s", exc)
+            if moment is not None:
+                moment.recording_error = str(exc)
+            return None
 
     def expect_call(self, tool: str, arguments: dict[str, Any]) -> None:
         """The tool call whose steps come next: its first step's record names it."""
@@ -32,8 +62,10 @@ class Recorder(Layer):
 
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> Moment:
         moment = self.inner.reset(seed, options)
-        path = self.recorder.start(seed, options, moment.observation, moment.info)
-        self.episode.recording = str(path)
+        path = self._guard(
+            lambda: self.recorder.start(seed, options, moment.observation, moment.info), moment
+        )
+        self.episode.recording = None if path is None else str(path)
         return moment
 
     def step(self, action: Any) -> Moment:
@@ -44,53 +76,65 @@ class Recorder(Layer):
             # What breaks the episode ends its recording, saying why; an env's own
             # validation error (an illegal first action) changes nothing.
             if not isinstance(exc, OpenEnvError) or isinstance(exc, EnvCrashed):
-                self.recorder.end("broken", steps=state.step, error=str(exc))
+                why = str(exc)
+                self._guard(lambda: self.recorder.end("broken", steps=state.step, error=why), None)
             raise
         call, self._call = self._call, None
-        self.recorder.step(
-            state.step,
-            moment.action,
-            moment.reward,
-            moment.env_reward,
-            moment.breakdown,
-            moment.terminated,
-            moment.truncated,
-            moment.info,
-            moment.observation,
-            call,
+        self._guard(
+            lambda: self.recorder.step(
+                state.step,
+                moment.action,
+                moment.reward,
+                moment.env_reward,
+                moment.breakdown,
+                moment.terminated,
+                moment.truncated,
+                moment.info,
+                moment.observation,
+                call,
+            ),
+            moment,
         )
         if moment.ended:
-            self.recorder.end(
-                "terminated" if moment.terminated else "truncated",
-                steps=state.step,
-                episode_return=state.episode_return,
-                env_return=state.env_return,
-                trajectory=moment.trajectory,
+            self._guard(
+                lambda: self.recorder.end(
+                    "terminated" if moment.terminated else "truncated",
+                    steps=state.step,
+                    episode_return=state.episode_return,
+                    env_return=state.env_return,
+                    trajectory=moment.trajectory,
+                ),
+                moment,
             )
         return moment
 
     def look(self) -> Moment:
         moment = self.inner.look()
-        self.recorder.call("state", None, self.episode.step)
+        self._guard(lambda: self.recorder.call("state", None, self.episode.step), moment)
         return moment
 
     def restore(self, saved: SavedEpisode) -> Moment:
         moment = self.inner.restore(saved)
         # Not replayable from a seed: the start record says so.
-        path = self.recorder.start(
-            None, None, moment.observation, moment.info, from_snapshot=True, step=saved.step
+        path = self._guard(
+            lambda: self.recorder.start(
+                None, None, moment.observation, moment.info, from_snapshot=True, step=saved.step
+            ),
+            moment,
         )
-        self.episode.recording = str(path)
+        self.episode.recording = None if path is None else str(path)
         return moment
 
     def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
         answer = self.inner.call_tool(name, params)
-        self.recorder.call(name, params, self.episode.step)
+        self._guard(lambda: self.recorder.call(name, params, self.episode.step), None)
         return answer
 
     def close(self) -> None:
         try:
             state = self.episode
             self.recorder.end("closed", steps=state.step, episode_return=state.episode_return)
+        except RecordingFailed as exc:  # closing goes on: the failure is only told
+            log.warning("closing an episode: %s", exc)
         finally:
             self.inner.close()

@@ -59,5 +59,6 @@ def _add(total: Moment, moment: Moment) -> Moment:
         moment.breakdown = breakdown
     moment.reward += total.reward
     moment.env_reward += total.env_reward
+    moment.recording_error = total.recording_error or moment.recording_error
     moment.taken = total.taken + 1
     return moment

@@ -98,6 +98,8 @@ class View:
             view["rewards"] = moment.breakdown
         if moment.trajectory is not None:
             view["trajectory"] = moment.trajectory
+        if moment.recording_error is not None:
+            view["recording_failed"] = moment.recording_error
         if self._array_obs:
             form = array_form(frames)
             if form is not None:

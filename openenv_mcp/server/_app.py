@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from openenv_mcp._version import __version__
 from openenv_mcp.environment import Environment, contract_problems
-from openenv_mcp.errors import ArgumentError
+from openenv_mcp.errors import ArgumentError, RecordingFailed
 from openenv_mcp.pipeline import PipelineOptions
-from openenv_mcp.recording import finish_videos
+from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
 from openenv_mcp.server._catalog import build_tools
 from openenv_mcp.server._direct import DirectCalls
@@ -65,7 +65,8 @@ class EnvApp:
         options = PipelineOptions(
             frame_scale=scale,
             rewards=tuple(settings.reward),
-            record=None if settings.record is None else str(Path(settings.record).resolve()),
+            record=None if settings.record is None else str(self._record_dir(settings.record)),
+            record_errors=settings.record_errors,
             record_video=self.record_video,
             describe={
                 "env": env_cls.name,
@@ -103,6 +104,15 @@ class EnvApp:
         self.table = EpisodeTable(runtime, settings)
         self.handlers = Handlers(self.table, settings, self.prototype)
         self.tools: list[ModelTool] = build_tools(self.spec, self.handlers, settings)
+
+    @staticmethod
+    def _record_dir(record: str) -> Path:
+        """The recording directory, checked now: a server that cannot record says so at
+        start, not at its first episode."""
+        try:
+            return check_writable(record)
+        except RecordingFailed as exc:
+            raise ArgumentError(f"--record {record}: {exc}") from None
 
     async def aclose(self) -> None:
         """Close every episode, then the runtime (worker processes): server shutdown."""

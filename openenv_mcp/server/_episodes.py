@@ -35,6 +35,7 @@ from openenv_mcp.errors import (
     EpisodeLost,
     EpisodeRequired,
     OpenEnvError,
+    RecordingFailed,
     ResetNeeded,
     ServerFull,
     UnknownEpisode,
@@ -150,6 +151,8 @@ class EpisodeTable:
         #: The caller of in-process clients no transport tells apart (FastMCP's in-memory
         #: client): one default episode for them all.
         self.local = Caller()
+        #: Why recording fails, while it does (``/healthz`` says degraded); ``None``: fine.
+        self.recording_problem: str | None = None
         #: What watchers see of the episodes (the web page); ``None`` when nobody can watch.
         self.feed: Feed | None = None
 
@@ -479,6 +482,7 @@ class EpisodeTable:
             elif isinstance(outcome, Outcome):
                 view = outcome.view
                 episode.last_view = {k: v for k, v in view.items() if k != "observation"}
+                self._note_recording(view)
             if self.feed is not None and ops[i].watched:
                 self.feed.called(episode.id, ops[i], outcomes[i])
         return outcomes
@@ -495,6 +499,14 @@ class EpisodeTable:
             return None
         return png if isinstance(png, bytes) else None
 
+    def _note_recording(self, view: dict[str, Any]) -> None:
+        """Keep track of whether recording works, from what an answer says of it."""
+        failed = view.get("recording_failed")
+        if failed is not None:
+            self.recording_problem = str(failed)
+        elif view.get("recording") is not None:  # an episode's file started fine
+            self.recording_problem = None
+
     def failed(self, episode: Episode, what: str, exc: Exception) -> OpenEnvError:
         """The error to send for ``exc``, raised by ``episode``'s environment in ``what``.
 
@@ -502,6 +514,12 @@ class EpisodeTable:
         an illegal action) leave the episode as it was; anything else breaks it
         (:class:`EnvCrashed`, :class:`EnvCallTimeout`) until ``reset``.
         """
+        if isinstance(exc, RecordingFailed):
+            # The env moved on but its record did not: untrusted until reset.
+            self.recording_problem = str(exc)
+            episode.broken = f"its recording failed in {what}"
+            log.error("episode %s: %s", public_id(episode.id), exc)
+            return RecordingFailed(f"{exc}; episode {episode.id} is broken, call reset")
         if isinstance(exc, OpenEnvError) and not isinstance(exc, EnvCrashed):
             return exc
         if isinstance(exc, TimeoutError):

@@ -291,12 +291,16 @@ def http_run_options(
 
 
 def mount_health(server: FastMCP, app: EnvApp) -> None:
-    """Answer ``GET /healthz`` on ``server``'s HTTP app: 200 and the env's name."""
+    """Answer ``GET /healthz`` on ``server``'s HTTP app: 200, the env's name and its live
+    episodes; ``status`` is ``degraded`` (with why) while recording fails."""
     name = app.env_cls.name
 
     async def health(request: Request) -> Response:
-        body = json.dumps({"status": "ok", "env": name, "episodes": len(app.table.episodes)})
-        return Response(body, media_type="application/json")
+        table = app.table
+        answer: dict[str, Any] = {"status": "ok", "env": name, "episodes": len(table.episodes)}
+        if table.recording_problem is not None:
+            answer.update(status="degraded", recording=table.recording_problem)
+        return Response(json.dumps(answer), media_type="application/json")
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(health)
 

@@ -185,6 +185,11 @@ def episode_output_schema(spec: EnvSpec) -> dict[str, Any]:
                 "type": "string",
                 "description": "With --record (on reset): the file this episode is recorded in.",
             },
+            "recording_failed": {
+                "type": "string",
+                "description": "With --record-errors continue: why this call went unrecorded "
+                "(the episode is not recorded until its next reset).",
+            },
             "info": {
                 "type": "object",
                 "properties": spec.info,

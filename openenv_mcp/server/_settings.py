@@ -7,6 +7,8 @@ the CLI builds its options from this model, so nothing is said twice.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.codecs import Frames
@@ -109,6 +111,14 @@ class ServerSettings(BaseModel):
         description="With --record: also write an MP4 of each episode that has frames, for "
         "people, at low priority after it ends (default: on for the agent profile, off for "
         "the full one: a trainer's thousands of episodes want data, not films).",
+    )
+    record_errors: Literal["refuse", "continue"] = Field(
+        "refuse",
+        description="With --record, when a recording cannot be written (the disk full, the "
+        "directory read-only, a file deleted): refuse, the call answers RecordingFailed "
+        "(its episode breaks, and new episodes are refused while recording fails); "
+        "continue, episodes go on unrecorded, each answer saying so (recording_failed). "
+        "Either way /healthz says degraded.",
     )
     shard: str | None = Field(
         None,
