@@ -32,6 +32,7 @@ _APP_ATTR = "_openenv_app"
 
 def build_server(
     env: str | type[Environment[Any]],
+    /,
     *,
     settings: ServerSettings | None = None,
     **options: Any,
