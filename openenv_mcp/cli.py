@@ -134,6 +134,14 @@ def serve(
             max=65535,
         ),
     ] = None,
+    openenv: Annotated[
+        bool,
+        typer.Option(
+            "--openenv",
+            help="With --http: also speak OpenEnv's protocol under /openenv (its clients' and "
+            "`openenv validate`'s base URL), over the same episodes.",
+        ),
+    ] = False,
     ray: Annotated[
         bool,
         typer.Option(
@@ -162,8 +170,11 @@ def serve(
     from openenv_mcp.server._http import http_run_options
 
     if ray:
-        if stdio or web or web_port is not None:
-            raise _fail("--ray serves over HTTP only, without the web page: drop --stdio/--web")
+        if stdio or web or web_port is not None or openenv:
+            raise _fail(
+                "--ray serves over HTTP only, without the web page or --openenv: drop "
+                "--stdio/--web/--openenv"
+            )
         http = True
     elif ray_address is not None:
         raise _fail("--ray-address is for --ray: add --ray")
@@ -174,6 +185,8 @@ def serve(
             "--web serves the page beside /mcp over HTTP: add --http (or, over "
             "stdio, use --web-port PORT)"
         )
+    if openenv and not http:
+        raise _fail("--openenv serves OpenEnv's protocol beside /mcp over HTTP: add --http")
     if web_port is not None and http:
         raise _fail(
             "--web-port is for a stdio server; over HTTP use --web (the page is at "
@@ -225,6 +238,7 @@ def serve(
                 web=web,
                 web_port=web_port,
                 allowed_hosts=allowed_host or [],
+                openenv=openenv,
             )
         )
     _SERVED.set()

@@ -43,7 +43,8 @@ def build_server(
         env: a registered name (``"atari"``), a ``"module:Class"`` reference, or an
             :class:`Environment` subclass.
         settings: episode limits and tool options (defaults: :class:`ServerSettings`).
-        **options: the environment's construction options (its ``Config`` fields).
+        **options: the environment's construction options (its ``Config`` fields; ``env``
+            is positional-only, so a field named ``env`` is an option too).
 
     Returns:
         The server; run it with :func:`serve`, or connect to it in memory with
@@ -89,6 +90,7 @@ async def serve(
     web: bool = False,
     web_port: int | None = None,
     allowed_hosts: list[str] | None = None,
+    openenv: bool = False,
 ) -> None:
     """Run ``server`` until the client leaves (stdio EOF) or the process is stopped.
 
@@ -99,7 +101,9 @@ async def serve(
     ``web_port`` a stdio server serves the page (and ``/mcp``) on that loopback
     port, so a person can watch the agent playing over stdio (0: any free port;
     the address is logged on stderr). ``allowed_hosts`` are more names clients may
-    reach the server by (its Host header): a Kubernetes Service's, a proxy's.
+    reach the server by (its Host header): a Kubernetes Service's, a proxy's. With
+    ``openenv`` an HTTP server also speaks OpenEnv's protocol under ``/openenv``
+    (:mod:`._openenv`), over the same episodes.
     Every episode is closed on the way out, freeing its environment. If an
     environment call hung past its timeout is still running then, the process
     exits (status 0) without waiting for it: a thread cannot be stopped.
@@ -113,6 +117,12 @@ async def serve(
         direct = app.direct_calls(server, "streamable-http") if app.settings.fast_path else None
         http_options = http_run_options(host, auth_token, direct, allowed_hosts or [])
         mount_health(server, app)
+        if openenv:
+            from openenv_mcp.server._http import OPENENV_PATH
+            from openenv_mcp.server._openenv import mount_openenv
+
+            mount_openenv(server, app, http_options["allowed_hosts"], auth_token)
+            log.info("OpenEnv's protocol: http://%s:%d%s", host, port, OPENENV_PATH)
         if web:
             from openenv_mcp.server._web import WEB_PATH, mount_web
 
@@ -146,8 +156,10 @@ async def serve(
                     port=port,
                     show_banner=False,
                     # uvicorn's own log config writes to stdout; route its records
-                    # through the process's logging (stderr) instead.
-                    uvicorn_config={"log_config": None},
+                    # through the process's logging (stderr) instead. OpenEnv's socket
+                    # goes uncompressed: deflating a 400 KB frame of JSON numbers costs
+                    # tens of ms a step, more than all else (zstd frames are the small form).
+                    uvicorn_config={"log_config": None, "ws_per_message_deflate": False},
                     **http_options,
                 )
     finally:
