@@ -512,6 +512,9 @@ def bench(
     """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
 
     Environment options follow, e.g. `bench atari --game breakout`. Progress goes to stderr.
+    `bench openenv` with no options compares with OpenEnv instead: MCP over the bridge
+    against OpenEnv's own client on the same OpenEnv servers (echo, Atari), and our
+    Atari over --openenv against an Atari server on OpenEnv's stack ([openenv] extra).
     """
     from openenv_mcp.bench import (
         BenchConfig,
@@ -524,6 +527,17 @@ def bench(
     )
 
     _load(env)
+    if env == "openenv" and not ctx.args:
+        from openenv_mcp._bench_openenv import run_openenv_bench
+
+        try:
+            compared = run_openenv_bench(
+                steps, repeats, warmup, lambda message: typer.echo(message, err=True)
+            )
+        except OpenEnvError as exc:
+            raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
+        typer.echo(json.dumps(compared.as_dict()) if as_json else compared.table())
+        return
     config = BenchConfig(
         env=env,
         env_args=tuple(ctx.args),
