@@ -24,6 +24,7 @@ __all__ = [
     "NAME_HEADER",
     "SERVER_INFO_META",
     "VERSION_META",
+    "add_http_route",
     "encode_header_value",
     "param_headers",
     "param_headers_mismatch",
@@ -84,6 +85,15 @@ def param_headers_mismatch(schema: Any, arguments: Any, headers: dict[str, str])
 
 
 # -- FastMCP's server internals ----------------------------------------------------------------
+
+
+def add_http_route(server: Any, route: Any) -> None:
+    """Add a Starlette route (a ``Mount``, a ``WebSocketRoute``) to ``server``'s HTTP app.
+
+    ``custom_route`` takes HTTP endpoints only; FastMCP's own contrib modules extend
+    the same list for anything else.
+    """
+    server._additional_http_routes.append(route)
 
 
 def request_transport() -> str | None:

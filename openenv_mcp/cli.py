@@ -147,6 +147,14 @@ def serve(
             max=65535,
         ),
     ] = None,
+    openenv: Annotated[
+        bool,
+        typer.Option(
+            "--openenv",
+            help="With --http: also speak OpenEnv's protocol under /openenv (its clients' and "
+            "`openenv validate`'s base URL), over the same episodes.",
+        ),
+    ] = False,
     ray: Annotated[
         bool,
         typer.Option(
@@ -185,8 +193,11 @@ def serve(
     from openenv_mcp.server._prelude import current as current_prelude
 
     if ray:
-        if stdio or web or web_port is not None:
-            raise _fail("--ray serves over HTTP only, without the web page: drop --stdio/--web")
+        if stdio or web or web_port is not None or openenv:
+            raise _fail(
+                "--ray serves over HTTP only, without the web page or --openenv: drop "
+                "--stdio/--web/--openenv"
+            )
         http = True
     elif ray_address is not None:
         raise _fail("--ray-address is for --ray: add --ray")
@@ -197,6 +208,8 @@ def serve(
             "--web serves the page beside /mcp over HTTP: add --http (or, over "
             "stdio, use --web-port PORT)"
         )
+    if openenv and not http:
+        raise _fail("--openenv serves OpenEnv's protocol beside /mcp over HTTP: add --http")
     if web_port is not None and http:
         raise _fail(
             "--web-port is for a stdio server; over HTTP use --web (the page is at "
@@ -281,6 +294,7 @@ def serve(
                     web=web,
                     web_port=web_port,
                     allowed_hosts=allowed_host or [],
+                    openenv=openenv,
                 )
             )
     except OpenEnvError as exc:  # the environment refused to be served so
@@ -598,6 +612,9 @@ def bench(
     """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
 
     Environment options follow, e.g. `bench atari --game breakout`. Progress goes to stderr.
+    `bench openenv` with no options compares with OpenEnv instead: MCP over the bridge
+    against OpenEnv's own client on the same OpenEnv servers (echo, Atari), and our
+    Atari over --openenv against an Atari server on OpenEnv's stack ([openenv] extra).
     """
     from openenv_mcp.bench import (
         BenchConfig,
@@ -610,6 +627,17 @@ def bench(
     )
 
     _load(env)
+    if env == "openenv" and not ctx.args:
+        from openenv_mcp._bench_openenv import run_openenv_bench
+
+        try:
+            compared = run_openenv_bench(
+                steps, repeats, warmup, lambda message: typer.echo(message, err=True)
+            )
+        except OpenEnvError as exc:
+            raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
+        typer.echo(json.dumps(compared.as_dict()) if as_json else compared.table())
+        return
     config = BenchConfig(
         env=env,
         env_args=tuple(ctx.args),

@@ -3,7 +3,9 @@
 One module, used by the server and the client alike, for every space
 Gymnasium has (``Discrete``, ``Box``, ``MultiBinary``, ``MultiDiscrete``,
 ``Text``, ``Tuple``, ``Dict``, ``Sequence``, ``OneOf``, ``Graph``, nested
-any way), plus :class:`AnyText` and :class:`JsonSpace`:
+any way), plus :class:`AnyText`, :class:`JsonSpace` (JSON values, held to a schema
+where one is given), :class:`NamedDiscrete` and :class:`ToolCalls` (calls of named
+tools, each with its argument schema):
 
 * :func:`space_to_json` / :func:`space_from_json`: the space as JSON, exactly,
   so a client rebuilds the server's space before the first reset (the
@@ -22,20 +24,23 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 
+from openenv_mcp._schemas import first_error, inline_refs, make_validator
 from openenv_mcp.codecs import ArrayForm, decode_raw, encode_raw, is_raw, to_jsonable
-from openenv_mcp.errors import ArgumentError, InvalidAction
+from openenv_mcp.errors import ArgumentError, InvalidAction, did_you_mean
 
 __all__ = [
     "RAW_ARRAY_SCHEMA",
     "AnyText",
     "JsonSpace",
     "NamedDiscrete",
+    "ToolCall",
+    "ToolCalls",
     "decode",
     "encode",
     "is_array_space",
@@ -189,6 +194,90 @@ class NamedDiscrete(spaces.Discrete):
         return f"NamedDiscrete({int(self.n)}, start={int(self.start)})"
 
 
+class ToolCall(NamedTuple):
+    """One named tool an action may call: its name, what it does, its argument schema."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+class ToolCalls(spaces.Space[Any]):
+    """Actions that are calls of named tools, each with its own argument schema (an
+    OpenEnv MCP environment's ``CallToolAction``): a value is
+    ``{"tool": name, "arguments": {...}}``.
+
+    The server lists each tool as an MCP tool of its own (its arguments typed by its
+    schema, ``$ref`` inlined), as it lists one tool per named action of an
+    ``ActionSet``; ``step`` takes a call of any of them. :meth:`sample` calls a random
+    tool with arguments drawn from its schema's simple forms.
+    """
+
+    def __init__(self, tools: Sequence[ToolCall]) -> None:
+        super().__init__()
+        self.tools: dict[str, ToolCall] = {
+            t.name: ToolCall(t.name, t.description, inline_refs(dict(t.schema))) for t in tools
+        }
+        self._validators: dict[str, Any] = {}
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        """Tool calls have no fixed flat form."""
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        """A call of a random tool, with arguments its schema accepts.
+
+        Raises:
+            NotImplementedError: no tools, or no simple form of the chosen one's schema.
+        """
+        names = sorted(self.tools)
+        if not names:
+            raise NotImplementedError("no tools to call")
+        name = names[int(self.np_random.integers(len(names)))]
+        arguments = JsonSpace(schema=self.tools[name].schema)
+        arguments.seed(int(self.np_random.integers(2**31)))  # drawn from this space's stream
+        return {"tool": name, "arguments": arguments.sample()}
+
+    def problem(self, x: Any) -> str | None:
+        """What is wrong with ``x`` as a call (which tool, which argument), or ``None``."""
+        if not (isinstance(x, Mapping) and isinstance(x.get("tool"), str)):
+            return (
+                "expected a tool call {'tool': NAME, 'arguments': {...}} with NAME one of "
+                f"{sorted(self.tools)}, got {_what(x)}"
+            )
+        extra = sorted(set(x) - {"tool", "arguments"})
+        if extra:
+            return f"a tool call has only 'tool' and 'arguments', got also {extra}"
+        name = x["tool"]
+        tool = self.tools.get(name)
+        if tool is None:
+            return (
+                f"no tool {name!r}.{did_you_mean(name, self.tools)} Tools: "
+                f"{', '.join(sorted(self.tools)) or 'none'}"
+            )
+        arguments = x.get("arguments") or {}
+        if not isinstance(arguments, Mapping):
+            return f"arguments of {name!r} must be an object, got {_what(arguments)}"
+        if name not in self._validators:
+            self._validators[name] = make_validator(tool.schema)
+        wrong = first_error(self._validators[name], dict(arguments))
+        return None if wrong is None else f"{name}: {wrong}"
+
+    def contains(self, x: Any) -> bool:
+        """Whether ``x`` is a call of one of the tools with arguments its schema takes."""
+        return self.problem(x) is None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCalls) and self.tools == other.tools
+
+    def __hash__(self) -> int:
+        return hash((ToolCalls, tuple(sorted(self.tools))))
+
+    def __repr__(self) -> str:
+        return f"ToolCalls({', '.join(self.tools)})"
+
+
 _ARRAY_SPACES = (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
 #: Every JSON type, one anyOf branch each (a schema that names no type is refused by some clients).
 _JSON_TYPES = ("object", "array", "string", "number", "boolean", "null")
@@ -299,6 +388,8 @@ def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
             "node_space": space_to_json(space.node_space),
             "edge_space": None if edge is None else space_to_json(edge),
         }
+    if isinstance(space, ToolCalls):
+        return {"type": "ToolCalls", "tools": [t._asdict() for t in space.tools.values()]}
     if isinstance(space, JsonSpace):
         json_form: dict[str, Any] = {"type": "Json", "description": space.description}
         if space.schema is not None:
@@ -362,6 +453,8 @@ def _space_from_json(data: Mapping[str, Any]) -> spaces.Space[Any]:
         )
     if kind == "Json":
         return JsonSpace(str(data.get("description", "")), data.get("schema"))
+    if kind == "ToolCalls":
+        return ToolCalls([ToolCall(**t) for t in data["tools"]])
     raise ValueError(f"unknown space type {kind!r}")
 
 
@@ -492,6 +585,8 @@ def value_schema(space: spaces.Space[Any], *, raw: bool = False) -> dict[str, An
             },
             "required": ["nodes", "edge_links"],
         }
+    if isinstance(space, ToolCalls):
+        return _tool_calls_schema(space)
     if isinstance(space, JsonSpace) and space.schema is not None:
         described = dict(space.schema)
         if space.description:
@@ -501,6 +596,27 @@ def value_schema(space: spaces.Space[Any], *, raw: bool = False) -> dict[str, An
     return {
         "anyOf": [{"type": t} for t in _JSON_TYPES],
         "description": description or "Any JSON value.",
+    }
+
+
+def _tool_calls_schema(space: ToolCalls) -> dict[str, Any]:
+    """One branch per tool: its name as a constant, its arguments typed by its schema."""
+    branches = [
+        {
+            "type": "object",
+            "properties": {
+                "tool": {"type": "string", "const": t.name, "description": t.description},
+                "arguments": t.schema,
+            },
+            "required": ["tool"],
+            "additionalProperties": False,
+        }
+        for t in space.tools.values()
+    ]
+    return {
+        "anyOf": branches,
+        "description": "A tool call: {'tool': NAME, 'arguments': {...}}, NAME one of "
+        + ", ".join(space.tools),
     }
 
 
@@ -648,6 +764,11 @@ def decode(space: spaces.Space[Any], data: Any, *, check: bool = True, where: st
         return (which, decode(space.spaces[which], data[1], check=check, where=f"{where}[1]: "))
     if isinstance(space, spaces.Graph):
         return _decode_graph(space, data, check, where)
+    if isinstance(space, ToolCalls):
+        wrong = space.problem(data) if check else None
+        if wrong is not None:
+            raise InvalidAction(f"{where}{wrong}")
+        return data
     if isinstance(space, JsonSpace) and check:
         return _decode_json(space, data, where)
     if isinstance(space, JsonSpace) or not check:

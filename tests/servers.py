@@ -294,6 +294,12 @@ def ensure_installed(script: str, what: str, *args: str) -> str:
     return proc.stdout
 
 
+#: Options a registered env needs to be built at all (no default would do): the openenv
+#: bridge serves an OpenEnv environment, so it must be told which.
+REQUIRED_OPTIONS: dict[str, dict[str, Any]] = {
+    "openenv": {"env": "tests.openenv_envs:CountEnvironment"},
+}
+
 #: Registered envs whose every run is a process of its own (a sandbox): their
 #: parametrized cases belong in the integration tier.
 PROCESS_ENVS = frozenset({"coding"})

@@ -38,7 +38,7 @@ from openenv_mcp.registry import get_env_class, register
 from openenv_mcp.scaffold import KINDS, dockerfile, init_package
 from openenv_mcp.testing import check_env
 from tests.figures import record_figure
-from tests.servers import CLI, ROOT, free_port, registered_envs, stop
+from tests.servers import CLI, REQUIRED_OPTIONS, ROOT, free_port, registered_envs, stop
 
 runner = CliRunner()
 SCHEMA_FILE = ROOT / "openenv_mcp" / "manifest.schema.json"
@@ -57,7 +57,8 @@ def test_the_published_schema_is_the_models() -> None:
 
 @pytest.mark.parametrize("name", registered_envs())
 def test_every_registered_env_has_a_valid_manifest(name: str) -> None:
-    manifest = build_manifest(get_env_class(name))
+    cls = get_env_class(name)
+    manifest = build_manifest(cls, cls.Config(**REQUIRED_OPTIONS.get(name, {})))
     data = json.loads(manifest.model_dump_json())
     jsonschema.Draft202012Validator(manifest_schema()).validate(data)
     assert data["format"] == FORMAT and data["name"] == name

@@ -88,6 +88,8 @@ PUBLIC = {
         "AnyText",
         "JsonSpace",
         "NamedDiscrete",
+        "ToolCall",
+        "ToolCalls",
         "decode",
         "encode",
         "is_array_space",

@@ -34,6 +34,7 @@ _APP_ATTR = "_openenv_app"
 
 def build_server(
     env: str | type[Environment[Any]],
+    /,
     *,
     settings: ServerSettings | None = None,
     **options: Any,
@@ -44,7 +45,8 @@ def build_server(
         env: a registered name (``"atari"``), a ``"module:Class"`` reference, or an
             :class:`Environment` subclass.
         settings: episode limits and tool options (defaults: :class:`ServerSettings`).
-        **options: the environment's construction options (its ``Config`` fields).
+        **options: the environment's construction options (its ``Config`` fields; ``env``
+            is positional-only, so a field named ``env`` is an option too).
 
     Returns:
         The server; run it with :func:`serve`, or connect to it in memory with
@@ -90,6 +92,7 @@ async def serve(
     web: bool = False,
     web_port: int | None = None,
     allowed_hosts: list[str] | None = None,
+    openenv: bool = False,
 ) -> None:
     """Run ``server`` until the client leaves (stdio EOF) or the process is stopped.
 
@@ -100,7 +103,9 @@ async def serve(
     ``web_port`` a stdio server serves the page (and ``/mcp``) on that loopback
     port, so a person can watch the agent playing over stdio (0: any free port;
     the address is logged on stderr). ``allowed_hosts`` are more names clients may
-    reach the server by (its Host header): a Kubernetes Service's, a proxy's.
+    reach the server by (its Host header): a Kubernetes Service's, a proxy's. With
+    ``openenv`` an HTTP server also speaks OpenEnv's protocol under ``/openenv``
+    (:mod:`._openenv`), over the same episodes.
     Every episode is closed on the way out, freeing its environment. If an
     environment call hung past its timeout is still running then, the process
     exits (status 0) without waiting for it: a thread cannot be stopped.
@@ -118,6 +123,12 @@ async def serve(
         direct = app.direct_calls(server, "streamable-http") if app.settings.fast_path else None
         http_options = http_run_options(host, auth_token, direct, allowed_hosts or [])
         mount_health(server, app)
+        if openenv:
+            from openenv_mcp.server._http import OPENENV_PATH
+            from openenv_mcp.server._openenv import mount_openenv
+
+            mount_openenv(server, app, http_options["allowed_hosts"], auth_token)
+            log.info("OpenEnv's protocol: http://%s:%d%s", host, port, OPENENV_PATH)
         if web:
             from openenv_mcp.server._web import WEB_PATH, mount_web
 

@@ -3,9 +3,10 @@ the served environment knows (its actions, its options, its info)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from openenv_mcp.environment import EnvTool
 from openenv_mcp.server._args import (
@@ -15,6 +16,8 @@ from openenv_mcp.server._args import (
     AgentResetArgs,
     AgentStepArgs,
     EpisodeArgs,
+    EpisodeId,
+    FramesArg,
     ReleaseArgs,
     ResetArgs,
     SnapshotResetArgs,
@@ -28,10 +31,12 @@ from openenv_mcp.server._results import episode_output_schema
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._tools import Handler, ModelTool
 from openenv_mcp.sharding import ROUTE_TOKEN
-from openenv_mcp.spaces import NamedDiscrete
+from openenv_mcp.spaces import NamedDiscrete, ToolCalls
 from openenv_mcp.spec import EnvSpec
 
 __all__ = ["build_tools"]
+
+log = logging.getLogger("openenv_mcp.server")
 
 
 def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> list[ModelTool]:
@@ -43,6 +48,8 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
         tools.append(_summary_tool(handlers))
     taken = {t.name for t in tools}
     tools += [_env_tool(tool, handlers) for tool in spec.tools if tool.name not in taken]
+    taken = {t.name for t in tools}
+    tools += _tool_call_tools(spec, handlers, taken, output, profile.trainer_tools)
     if _lists_legal_actions(spec) and "legal_actions" not in {t.name for t in tools}:
         tools.append(_legal_actions_tool(spec, handlers))
     actions = spec.action_set
@@ -234,6 +241,61 @@ def _per_action_tools(
             )
         )
     return tools
+
+
+class _CallArgs(BaseModel):
+    """A tool call's own arguments (checked by the env against the tool's schema), and ours."""
+
+    model_config = ConfigDict(extra="allow")
+    episode_id: EpisodeId = None
+
+
+class _CallFramesArgs(_CallArgs):
+    frames: FramesArg = None
+
+
+def _tool_call_tools(
+    spec: EnvSpec,
+    handlers: Handlers,
+    taken: set[str],
+    output: dict[str, Any] | None,
+    frames: bool,
+) -> list[ModelTool]:
+    """Where the actions are calls of named tools (:class:`~openenv_mcp.spaces.ToolCalls`:
+    an OpenEnv MCP environment), one MCP tool per tool, its arguments its own: each call
+    is a step of its episode (reward, terminated, recorded), as an action tool is."""
+    space = spec.action_space
+    if not isinstance(space, ToolCalls):
+        return []
+    model = _CallFramesArgs if frames else _CallArgs
+    tools = []
+    for call in space.tools.values():
+        properties = dict(call.schema.get("properties") or {})
+        clash = set(properties) & set(model.model_fields)
+        if clash:
+            log.warning("tool %r is reachable through step only: its %s", call.name, clash)
+            continue
+        tool = ModelTool.build(
+            call.name if call.name not in taken else f"call_{call.name}",
+            call.description or f"Call {call.name} (one step).",
+            model,
+            _call_handler(handlers, call.name),
+            output,
+            schema_patch=properties,
+        )
+        tool.parameters["required"] = list(call.schema.get("required") or [])
+        tool.parameters["additionalProperties"] = call.schema.get("additionalProperties", False)
+        tools.append(tool)
+    return tools
+
+
+def _call_handler(handlers: Handlers, name: str) -> Handler:
+    return lambda args: handlers.step(
+        args.episode_id,
+        {"tool": name, "arguments": dict(args.model_extra or {})},
+        getattr(args, "frames", None),
+        1,
+    )
 
 
 def _action_handler(handlers: Handlers, action_id: int) -> Handler:

@@ -5,6 +5,7 @@ off loopback), and a bound on request size.
 
 from __future__ import annotations
 
+import base64
 import hmac
 import ipaddress
 import json
@@ -38,8 +39,10 @@ __all__ = [
     "HEALTH_PATH",
     "MAX_BODY",
     "MCP_PATH",
+    "OPENENV_PATH",
     "TOKEN_ENV",
     "DirectPath",
+    "basic_token_ok",
     "guarded_app",
     "http_run_options",
     "is_loopback",
@@ -48,6 +51,8 @@ __all__ = [
 
 #: Where the MCP endpoint is served.
 MCP_PATH = "/mcp"
+#: Where OpenEnv's protocol is served (``serve --openenv``): its clients' base URL.
+OPENENV_PATH = "/openenv"
 
 #: A GET that answers while the server is up (container health checks, probes): the
 #: one route that needs no token, and says nothing but that it is up.
@@ -105,8 +110,10 @@ class GuardMiddleware:
         headers = dict(scope.get("headers") or [])
         if self.token is not None and scope.get("path") != HEALTH_PATH:
             given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, b"Bearer " + self.token) and not (
-                _page_token(scope, headers, self.token)
+            if (
+                not hmac.compare_digest(given, b"Bearer " + self.token)
+                and not _page_token(scope, headers, self.token)
+                and not _openenv_token(scope, given, self.token)
             ):
                 what = "a wrong bearer token" if given else "no Authorization header"
                 how = "'Authorization: Bearer <token>'"
@@ -236,6 +243,29 @@ def _page_token(scope: Scope, headers: dict[bytes, bytes], token: bytes) -> bool
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
         return any(hmac.compare_digest(v.encode(), token) for v in query.get("token", []))
     return False
+
+
+def _openenv_token(scope: Scope, given: bytes, token: bytes) -> bool:
+    """Whether a request for OpenEnv's routes carries the token as HTTP Basic credentials
+    (its password): OpenEnv's clients and validator cannot set a header, but take a base
+    URL with ``user:password@``. Only under :data:`OPENENV_PATH`."""
+    path: str = scope.get("path", "")
+    if not (path == OPENENV_PATH or path.startswith(OPENENV_PATH + "/")):
+        return False
+    return basic_token_ok(given.decode("latin-1"), token.decode())
+
+
+def basic_token_ok(authorization: str, token: str) -> bool:
+    """Whether an ``Authorization: Basic ...`` header's password is ``token`` (any user)."""
+    scheme, _, encoded = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return False
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    password = decoded.partition(":")[2]
+    return hmac.compare_digest(password.encode(), token.encode())
 
 
 def _cookies(header: bytes) -> list[bytes]:

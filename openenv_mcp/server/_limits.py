@@ -349,6 +349,9 @@ def uvicorn_options(limits: HttpLimits) -> dict[str, Any]:
         # uvicorn's own log config writes to stdout; route its records through the
         # process's logging (stderr) instead.
         "log_config": None,
+        # OpenEnv's socket (--openenv) goes uncompressed: deflating a 400 KB frame of JSON
+        # numbers costs tens of ms a step, more than all else (zstd frames are the small form).
+        "ws_per_message_deflate": False,
     }
 
 

@@ -17,6 +17,7 @@ from openenv_mcp.spaces import JsonSpace
 from openenv_mcp.testing import values_equal
 from tests import dict_env
 from tests.servers import (
+    REQUIRED_OPTIONS,
     TRANSPORTS,
     memory_server,
     registered_envs,
@@ -29,6 +30,7 @@ QUICK_OPTIONS: dict[str, dict[str, Any]] = {
     "atari": {"game": "pong"},
     # The built-in engine: Stockfish is a process (its own tests are integration).
     "chess": {"engine": "builtin", "depth": 1},
+    **REQUIRED_OPTIONS,
 }
 
 

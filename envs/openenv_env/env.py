@@ -1,0 +1,275 @@
+"""Any OpenEnv environment as an openenv-mcp environment.
+
+``openenv-mcp serve openenv --url URL`` mounts a running OpenEnv server (a local
+uvicorn, a container, a Space): its ``/schema`` types the tools, and each MCP
+episode is one OpenEnv session (one WebSocket on ``/ws``, closed with the
+episode). ``openenv-mcp serve openenv --env module:Class`` serves an OpenEnv
+``Environment`` subclass in this process instead, so recording, replay, the web
+page, worker processes, served rewards (its rubric as the reward breakdown) and
+``collect`` work on it as on any environment here.
+
+The action is the Action model's fields (``step(action={...})``, typed by its JSON
+schema); an MCP environment's actions are its tools, each listed as an MCP
+tool of its own. The observation is the Observation's fields, pixels found in
+it become the frame (MCP image content), ``done`` becomes ``terminated`` (or
+``truncated`` where the environment says so in its metadata or fields).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import typing
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from openenv_env._described import (
+    Described,
+    Observed,
+    action_fields_schema,
+    observation_fields_schema,
+)
+from openenv_env._images import IMAGE_HINTS, to_rgb
+from openenv_env._local import Loaded, LocalSession, describe_local, load_local
+from openenv_env._remote import RemoteSession, describe_remote, normalize_url
+from openenv_env._words import OpenEnvNarration
+from openenv_mcp._schemas import inline_refs
+from openenv_mcp.environment import Environment, Serving, StepResult
+from openenv_mcp.errors import InvalidAction
+from openenv_mcp.rewards import Reward, Step
+from openenv_mcp.spaces import JsonSpace, ToolCalls, decode
+
+__all__ = ["OpenEnvConfig", "OpenEnvEnv", "RubricBreakdown"]
+
+
+class OpenEnvConfig(BaseModel):
+    """Which OpenEnv environment to serve: a running server, or a class in this process."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(
+        None,
+        description="A running OpenEnv server's base URL (http://host:port, a Space's https "
+        "URL; user:token@ for Basic auth): each episode is one session on its /ws.",
+    )
+    env: str | None = Field(
+        None,
+        description="An OpenEnv Environment subclass as module:Class, served in this process "
+        "(needs openenv-core: the [openenv] extra).",
+    )
+    action: str | None = Field(
+        None, description="With --env: its Action model as module:Class (default: from step())."
+    )
+    observation: str | None = Field(
+        None,
+        description="With --env: its Observation model as module:Class (default: from step()).",
+    )
+    timeout: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds to wait for an OpenEnv server's answer (keep it under the "
+        "server's --call-timeout, so the error names the OpenEnv server).",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> OpenEnvConfig:
+        if (self.url is None) == (self.env is None):
+            raise ValueError(
+                "give exactly one of --url URL (a running OpenEnv server) or --env "
+                "module:Class (an OpenEnv Environment subclass)"
+            )
+        if self.url is not None and (self.action or self.observation):
+            raise ValueError("--action and --observation go with --env, not --url")
+        if self.url is not None:
+            self.url = normalize_url(self.url)
+        return self
+
+
+#: What each source declares, read once per process (the prototype reads it first).
+_described: dict[tuple[Any, ...], tuple[Described, Loaded | None]] = {}
+_lock = threading.Lock()
+
+
+def _describe(config: OpenEnvConfig) -> tuple[Described, Loaded | None]:
+    key = (config.url, config.env, config.action, config.observation)
+    with _lock:
+        found = _described.get(key)
+    if found is None:
+        if config.url is not None:
+            found = (describe_remote(config.url, config.timeout), None)
+        else:
+            assert config.env is not None
+            loaded = load_local(config.env, config.action, config.observation)
+            found = (describe_local(loaded), loaded)
+        with _lock:
+            _described[key] = found
+    return found
+
+
+class RubricBreakdown(Reward):
+    """An OpenEnv rubric's scores as the reward breakdown: the step's reward is the
+    environment's own (its rubric computed it); ``rubric`` and ``rubric.NAME`` are
+    the last scores of the rubric and each named part, where the environment has
+    one (in process: OpenEnv's wire drops them)."""
+
+    name = "rubric"
+
+    def score(self, step: Step) -> float:
+        return step.reward
+
+    def evaluate(self, step: Step, breakdown: dict[str, float]) -> float:
+        if "rubric_score" in step.info:
+            breakdown["rubric"] = float(step.info["rubric_score"])
+            for part, value in (step.info.get("rubric") or {}).items():
+                breakdown[f"rubric.{part}"] = float(value)
+        return step.reward
+
+
+def _options_model(loaded: Loaded | None) -> type[BaseModel] | None:
+    """The per-episode options: an OpenEnv class's ``reset`` keyword arguments beyond
+    ``seed`` and ``episode_id`` (a running server declares none)."""
+    if loaded is None:
+        return None
+    reset = loaded.env_cls.reset
+    try:
+        hints = typing.get_type_hints(reset)
+    except Exception:  # unresolvable annotations: take any value
+        hints = {}
+    fields: dict[str, Any] = {}
+    for name, parameter in inspect.signature(reset).parameters.items():
+        if name in ("self", "seed", "episode_id") or parameter.kind not in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        ):
+            continue
+        default = None if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[name] = (hints.get(name, Any), default)
+    if not fields:
+        return None
+    return create_model(
+        f"{loaded.env_cls.__name__}Options",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
+
+
+class OpenEnvEnv(Environment[OpenEnvConfig]):
+    """An OpenEnv environment (remote or in this process) behind the Environment contract."""
+
+    name: ClassVar[str] = "openenv"
+    description: ClassVar[str] = (
+        "Any OpenEnv environment: a running OpenEnv server (--url URL) or an OpenEnv "
+        "Environment class (--env module:Class), its Action's fields as the step action."
+    )
+    Config: ClassVar[type[BaseModel]] = OpenEnvConfig
+    # A running server is on the network; a rubric's scores are the reward breakdown.
+    serving: ClassVar[Serving] = Serving(offline=False, rewards=(RubricBreakdown(),))
+    narration: ClassVar[type[Any] | None] = OpenEnvNarration
+
+    def __init__(self, config: OpenEnvConfig) -> None:
+        super().__init__(config)
+        self.described, loaded = _describe(config)
+        described = self.described
+        self._session: RemoteSession | LocalSession = (
+            LocalSession(loaded)
+            if loaded is not None
+            else RemoteSession(described.origin, config.timeout)
+        )
+        self.action_space: Any
+        if described.tools is not None:
+            self.action_space = ToolCalls(described.tools)
+        else:
+            self.action_space = JsonSpace(
+                "The Action's fields, as one object.",
+                inline_refs(action_fields_schema(described.action_schema)),
+            )
+        self.observation_space = JsonSpace(
+            "The Observation's fields (pixels as raw arrays).",
+            inline_refs(observation_fields_schema(described.observation_schema)),
+        )
+        self.Options = _options_model(loaded)
+        properties = described.observation_schema.get("properties") or {}
+        # An MCP environment's tools may answer with image content.
+        framed = described.tools is not None or any(
+            any(h in k.lower() for h in IMAGE_HINTS) for k in properties
+        )
+        self.render_mode = "rgb_array" if framed else None
+        self._last: Observed | None = None
+        self._frame: np.ndarray | None = None
+
+    # -- the core contract ---------------------------------------------------------------
+
+    def parse_action(self, action: Any) -> dict[str, Any]:
+        """The action as OpenEnv's wire takes it, checked against the Action's schema.
+
+        A bare value is taken for an Action with one field (``"hi"`` for
+        ``{"message": "hi"}``); an MCP environment takes ``{"tool", "arguments"}``.
+        """
+        space = self.action_space
+        if isinstance(space, JsonSpace) and not isinstance(action, dict):
+            fields = [k for k in (space.schema or {}).get("properties") or {} if k != "metadata"]
+            if len(fields) != 1:
+                raise InvalidAction(
+                    f"expected the Action's fields as an object ({', '.join(fields)}), "
+                    f"got {type(action).__name__} {action!r:.60}"
+                )
+            action = {fields[0]: action}
+        checked = decode(space, action, where="action: ")
+        if isinstance(space, ToolCalls):
+            return {
+                "type": "call_tool",
+                "tool_name": checked["tool"],
+                "arguments": dict(checked.get("arguments") or {}),
+            }
+        return dict(checked)
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset: ``seed`` and ``options`` become the reset's keyword arguments (OpenEnv
+        passes an environment only those its ``reset`` takes)."""
+        kwargs = dict(options or {})
+        if seed is not None:
+            kwargs["seed"] = seed
+        observed = self._session.reset(kwargs)
+        return observed.observation, self._info(observed)
+
+    def step(self, action: Any) -> StepResult:
+        observed = self._session.step(action)
+        truncated = observed.truncated
+        return StepResult(
+            observation=observed.observation,
+            reward=observed.reward,
+            terminated=observed.done and not truncated,
+            truncated=truncated,
+            info=self._info(observed),
+        )
+
+    def _info(self, observed: Observed) -> dict[str, Any]:
+        self._last, self._frame = observed, None
+        info: dict[str, Any] = {"done": observed.done}
+        if observed.metadata:
+            info["metadata"] = observed.metadata
+        if observed.rubric:
+            scores = dict(observed.rubric)
+            info["rubric_score"] = scores.pop("", observed.reward)
+            info["rubric"] = scores
+        return info
+
+    def state(self) -> dict[str, Any]:
+        """The OpenEnv State of this episode's session (``episode_id``, ``step_count``...)."""
+        return {"openenv_state": self._session.state()}
+
+    def render(self) -> np.ndarray | None:
+        """The first image-like field of the last observation, as an RGB frame."""
+        if self._last is None or self._last.frame is None:
+            return None
+        if self._frame is None:
+            self._frame = to_rgb(self._last.frame)
+        return self._frame
+
+    def close(self) -> None:
+        self._session.close()

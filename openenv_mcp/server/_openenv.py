@@ -1,0 +1,389 @@
+"""OpenEnv's protocol beside ``/mcp`` (``serve ENV --http --openenv``), over the same episodes.
+
+OpenEnv's clients (``EnvClient``, ``GenericEnvClient``, and the trainers built on
+them) and its runtime validator (``openenv validate --url``) reach a server by a
+base URL and append their paths. Here that base is ``/openenv``:
+
+* ``GET  /openenv/health``, ``/metadata``, ``/schema``, ``/state``, ``/openapi.json``;
+* ``POST /openenv/reset``, ``/step`` (stateful: ``/reset`` answers an ``episode_id``
+  that ``/step`` and ``/state`` take; OpenEnv's own HTTP routes forget each call);
+* ``WS   /openenv/ws``: OpenEnv's session protocol (``reset``/``step``/``state``/
+  ``close`` messages), one episode per socket, closed with the socket;
+* ``POST /openenv/mcp``: OpenEnv's plain JSON-RPC route (``tools/list``,
+  ``tools/call`` of this server's tools; anything else a JSON-RPC error, 200).
+
+Why under ``/openenv`` and not at the root: OpenEnv's validator POSTs ``{}`` to
+``BASE/mcp`` and wants 200 with a JSON-RPC body, while the standard ``/mcp``
+(Streamable HTTP) must refuse such a request; OpenEnv's clients take any base URL.
+
+Observations travel as OpenEnv clients decode them with no code of ours: JSON.
+An array observation (a frame) is a flat list of numbers beside its shape
+(``observation`` and ``observation_shape``), as OpenEnv's own Atari server sends
+its ``screen`` and ``screen_shape``: a flat list of small integers parses about
+twice as fast as nested rows, and makes no list per row for the client's
+garbage collector. A client that can do better asks at reset: ``frames="zstd"``
+or ``"raw"`` (our compact arrays), or ``"png"`` (a ``data:`` URL in ``frame``).
+
+Every episode operation goes through :class:`Episodes`, the one narrow use of
+the server's handlers here. HTTP routes sit behind the server's Host/Origin
+guard and token like ``/mcp``; the socket, which those guards do not see, checks
+the same rules itself (:func:`._openenv_wire.refusal`). OpenEnv's clients cannot set headers,
+so a token may also come as HTTP Basic credentials (``http://any:TOKEN@host``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from openenv_mcp._version import __version__
+from openenv_mcp.codecs import Frames
+from openenv_mcp.errors import (
+    ArgumentError,
+    EpisodeRequired,
+    OpenEnvError,
+    ResetNeeded,
+    UnknownEpisode,
+)
+from openenv_mcp.server import _openenv_wire as wire
+from openenv_mcp.server._handlers import direct_transport
+from openenv_mcp.server._http import OPENENV_PATH
+from openenv_mcp.server._results import error_text
+from openenv_mcp.spaces import is_array_space
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+    from openenv_mcp.server._app import EnvApp
+
+__all__ = ["Episodes", "OpenEnvRoutes", "mount_openenv"]
+
+log = logging.getLogger("openenv_mcp.server")
+
+# -- the episodes, through the server's handlers ------------------------------------------
+
+
+@dataclass
+class _ResetCall:
+    """``reset``'s arguments, as the handlers read them."""
+
+    episode_id: str | None
+    seed: int | None
+    options: dict[str, Any] | None
+    frames: Frames
+    new_episode: bool = False
+    shard: str | None = None
+
+
+@dataclass
+class _EpisodeCall:
+    episode_id: str
+    frames: Frames = "none"
+
+
+class Episodes:
+    """The server's episodes as OpenEnv's routes use them: reset, step, state, close.
+
+    Calls run as calls over HTTP do (a shared transport: every call names its
+    episode), so these episodes are the ones ``/mcp`` sees, and the other way round.
+    """
+
+    def __init__(self, app: EnvApp) -> None:
+        self.app = app
+
+    async def _call(self, fn: Any, *args: Any) -> dict[str, Any]:
+        token = direct_transport.set("streamable-http")
+        try:
+            reply = await fn(*args)
+        finally:
+            direct_transport.reset(token)
+        view: dict[str, Any] = dict(reply.structured or {})
+        png = next((c["data"] for c in reply.content if c.get("type") == "image"), None)
+        if png is not None:
+            view["_png"] = png
+        return view
+
+    async def reset(
+        self, episode_id: str | None, seed: int | None, options: dict[str, Any] | None, form: str
+    ) -> dict[str, Any]:
+        """Start a new episode (``episode_id`` ``None``) or restart one."""
+        frames: Frames = "png" if form == "png" else "raw"
+        call = _ResetCall(episode_id, seed, options or None, frames)
+        return await self._call(self.app.handlers.reset, call)
+
+    async def step(self, episode_id: str, action: Any, form: str) -> dict[str, Any]:
+        """One action."""
+        frames: Frames = "png" if form == "png" else "raw"
+        return await self._call(self.app.handlers.step, episode_id, action, frames, 1)
+
+    async def state(self, episode_id: str) -> dict[str, Any]:
+        """The episode's view, with its environment's state fields in ``info``."""
+        return await self._call(self.app.handlers.state, _EpisodeCall(episode_id))
+
+    async def close(self, episode_id: str) -> None:
+        """Close it (an episode already gone is no error here)."""
+        with contextlib.suppress(UnknownEpisode):
+            await self._call(self.app.handlers.close, _EpisodeCall(episode_id))
+
+
+# -- the routes --------------------------------------------------------------------------------
+
+
+class OpenEnvRoutes:
+    """OpenEnv's routes over one served environment."""
+
+    def __init__(self, app: EnvApp, allowed_hosts: Sequence[str], token: str | None) -> None:
+        self.app = app
+        self.episodes = Episodes(app)
+        self.allowed_hosts = list(allowed_hosts)
+        self.token = token
+        spec = app.spec
+        self.array_obs = is_array_space(spec.observation_space)
+        self.action_schema = {
+            "type": "object",
+            "title": f"{app.env_cls.__name__}Action",
+            "description": "One action: its value under 'action' (metadata is accepted).",
+            "properties": {
+                "action": spec.action_schema,
+                "metadata": {"type": "object", "additionalProperties": True},
+            },
+            "required": ["action"],
+            "additionalProperties": False,
+        }
+        self.observation_schema = wire.observation_schema(app)
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/health", self.health, methods=["GET"]),
+            Route("/metadata", self.metadata, methods=["GET"]),
+            Route("/schema", self.schema, methods=["GET"]),
+            Route("/openapi.json", self.openapi, methods=["GET"]),
+            Route("/reset", self.reset, methods=["POST"]),
+            Route("/step", self.step, methods=["POST"]),
+            Route("/state", self.state, methods=["GET"]),
+            Route("/mcp", self.jsonrpc, methods=["POST"]),
+            WebSocketRoute("/ws", self.websocket),
+        ]
+
+    async def health(self, request: Request) -> Response:
+        return wire.json_response({"status": "healthy"})
+
+    async def metadata(self, request: Request) -> Response:
+        return wire.json_response(
+            {
+                "name": self.app.spec.title,
+                "description": self.app.env_cls.description,
+                "version": __version__,
+                "readme_content": None,
+                "author": None,
+                "documentation_url": None,
+            }
+        )
+
+    async def schema(self, request: Request) -> Response:
+        return wire.json_response(
+            {
+                "action": self.action_schema,
+                "observation": self.observation_schema,
+                "state": wire.STATE_SCHEMA,
+            }
+        )
+
+    async def openapi(self, request: Request) -> Response:
+        return wire.json_response(
+            wire.openapi(self.app, self.action_schema, self.observation_schema)
+        )
+
+    async def _body(self, request: Request) -> dict[str, Any]:
+        raw = await request.body()
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise ArgumentError(f"the body is not JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise ArgumentError(f"expected a JSON object, got {type(body).__name__}")
+        return body
+
+    async def reset(self, request: Request) -> Response:
+        try:
+            body = await self._body(request)
+            seed, form, options = wire.split_reset(body)
+            view = await self.episodes.reset(None, seed, options, form)
+        except OpenEnvError as exc:
+            return wire.error_response(exc)
+        return wire.json_response(wire.observation_of(view, form, self.array_obs))
+
+    async def step(self, request: Request) -> Response:
+        try:
+            body = await self._body(request)
+            episode_id = body.get("episode_id")
+            if not isinstance(episode_id, str):
+                raise EpisodeRequired(
+                    "POST /step needs the episode_id that POST /reset answered (in its "
+                    "observation), or use the /ws session, which keeps its own"
+                )
+            form = body.get("frames", "list")
+            if form not in wire.FORMS:
+                raise ArgumentError(f"frames must be one of {', '.join(wire.FORMS)}, got {form!r}")
+            view = await self.episodes.step(episode_id, wire.action_of(body.get("action")), form)
+        except OpenEnvError as exc:
+            return wire.error_response(exc)
+        return wire.json_response(wire.observation_of(view, form, self.array_obs))
+
+    async def state(self, request: Request) -> Response:
+        episode_id = request.query_params.get("episode_id")
+        if episode_id is None:
+            return wire.json_response(wire.state_of(None))
+        try:
+            return wire.json_response(wire.state_of(await self.episodes.state(episode_id)))
+        except OpenEnvError as exc:
+            return wire.error_response(exc)
+
+    async def jsonrpc(self, request: Request) -> Response:
+        """OpenEnv's plain JSON-RPC route: this server's tools, listed and called."""
+        try:
+            message = json.loads(await request.body() or b"null")
+        except ValueError:
+            return wire.json_response(
+                wire.rpc_error(None, -32700, "Parse error: the body is not JSON")
+            )
+        rid = message.get("id") if isinstance(message, dict) else None
+        method = message.get("method") if isinstance(message, dict) else None
+        if not (isinstance(message, dict) and message.get("jsonrpc") == "2.0" and method):
+            return wire.json_response(
+                wire.rpc_error(
+                    rid,
+                    -32600,
+                    "Invalid Request: expected a JSON-RPC 2.0 request (tools/list or "
+                    "tools/call). This is OpenEnv's JSON-RPC route; the standard MCP "
+                    "endpoint (Streamable HTTP) is /mcp",
+                )
+            )
+        tools = {t.name: t for t in self.app.tools}
+        if method == "tools/list":
+            listed = [
+                {"name": t.name, "description": t.description or "", "inputSchema": t.parameters}
+                for t in tools.values()
+            ]
+            return wire.json_response({"jsonrpc": "2.0", "id": rid, "result": {"tools": listed}})
+        if method == "tools/call":
+            params = message.get("params") or {}
+            tool = tools.get(str(params.get("name"))) if isinstance(params, dict) else None
+            if tool is None:
+                return wire.json_response(
+                    wire.rpc_error(rid, -32602, f"no tool {params.get('name')!r}")
+                )
+            token = direct_transport.set("streamable-http")
+            try:
+                reply = await tool.reply(params.get("arguments") or {})
+            finally:
+                direct_transport.reset(token)
+            return wire.json_response({"jsonrpc": "2.0", "id": rid, "result": reply.wire()})
+        return wire.json_response(
+            wire.rpc_error(
+                rid,
+                -32601,
+                f"Method not found: {method!r}; this route answers tools/list and "
+                "tools/call (the full MCP protocol is at /mcp)",
+            )
+        )
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in websocket.scope["headers"]}
+        why = wire.refusal(headers, self.allowed_hosts, self.token)
+        if why is not None:
+            log.warning("OpenEnv socket refused: %s", why)
+            await websocket.close(code=1008, reason=why[:120])
+            return
+        await websocket.accept()
+        session = _Session(self, websocket)
+        try:
+            await session.run()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            await session.end()
+
+
+class _Session:
+    """One OpenEnv socket: at most one episode, made at its first reset, closed with it."""
+
+    def __init__(self, routes: OpenEnvRoutes, websocket: WebSocket) -> None:
+        self.routes = routes
+        self.websocket = websocket
+        self.episode_id: str | None = None
+        self.form = "list"
+
+    async def run(self) -> None:
+        while True:
+            raw = await self.websocket.receive_text()
+            try:
+                message = json.loads(raw)
+            except ValueError as exc:
+                await self._send_error(f"Invalid JSON: {exc}", "INVALID_JSON")
+                continue
+            kind = message.get("type") if isinstance(message, dict) else None
+            if kind == "close":
+                return
+            try:
+                answer = await self._answer(kind, message)
+            except OpenEnvError as exc:
+                await self._send_error(error_text(exc), wire.error_code(exc))
+                continue
+            await self.websocket.send_text(wire.dumps(answer).decode())
+
+    async def _answer(self, kind: Any, message: dict[str, Any]) -> dict[str, Any]:
+        episodes, data = self.routes.episodes, message.get("data") or {}
+        if kind == "reset":
+            if not isinstance(data, dict):
+                raise ArgumentError("reset's data must be an object of keyword arguments")
+            seed, form, options = wire.split_reset(data)
+            view = await episodes.reset(self.episode_id, seed, options, form)
+            self.episode_id, self.form = view["episode_id"], form
+            return {"type": "observation", "data": self._observe(view)}
+        if kind == "step":
+            if self.episode_id is None:
+                raise ResetNeeded("step before reset: send a reset message first")
+            view = await episodes.step(self.episode_id, wire.action_of(data), self.form)
+            return {"type": "observation", "data": self._observe(view)}
+        if kind == "state":
+            state = None if self.episode_id is None else await episodes.state(self.episode_id)
+            return {"type": "state", "data": wire.state_of(state)}
+        if kind == "mcp":
+            raise ArgumentError(
+                "MCP over this socket is not served: use the standard MCP endpoint, /mcp"
+            )
+        raise ArgumentError(f"Unknown message type: {kind!r} (reset, step, state, close)")
+
+    def _observe(self, view: dict[str, Any]) -> dict[str, Any]:
+        return wire.observation_of(view, self.form, self.routes.array_obs)
+
+    async def _send_error(self, message: str, code: str) -> None:
+        error = {"type": "error", "data": {"message": message, "code": code}}
+        await self.websocket.send_text(wire.dumps(error).decode())
+
+    async def end(self) -> None:
+        if self.episode_id is not None:
+            await self.routes.episodes.close(self.episode_id)
+            self.episode_id = None
+
+
+def mount_openenv(
+    server: FastMCP, app: EnvApp, allowed_hosts: Sequence[str], token: str | None
+) -> None:
+    """Serve OpenEnv's routes under :data:`~._http.OPENENV_PATH` on ``server``'s HTTP app."""
+    from openenv_mcp._compat import add_http_route
+
+    routes = OpenEnvRoutes(app, allowed_hosts, token)
+    add_http_route(server, Mount(OPENENV_PATH, routes=routes.routes()))

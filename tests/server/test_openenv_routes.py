@@ -1,0 +1,179 @@
+"""OpenEnv's routes under /openenv, in memory (the HTTP app as ``serve --http --openenv
+--web`` guards it): the same episodes as /mcp and the web page, the same Host and token
+rules, OpenEnv's wire forms. Real OpenEnv clients over real sockets are in
+tests/test_openenv_protocol.py."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import FastMCP
+
+from openenv_mcp.server import build_server, get_app
+from openenv_mcp.server._http import guarded_app
+from openenv_mcp.server._openenv import mount_openenv
+from openenv_mcp.server._openenv_wire import refusal
+from openenv_mcp.server._web import mount_web
+
+pytestmark = pytest.mark.anyio
+
+ORIGIN = "http://127.0.0.1:8765"
+HOSTS = ["127.0.0.1", "localhost", "[::1]"]
+
+
+def openenv_app(server: FastMCP, token: str | None = None) -> Any:
+    app = get_app(server)
+    mount_web(server, app, token)
+    mount_openenv(server, app, HOSTS, token)
+    return guarded_app(server, "127.0.0.1", token)
+
+
+@pytest.fixture
+async def echo() -> AsyncIterator[Any]:
+    server = build_server("echo")
+    yield openenv_app(server)
+    await get_app(server).aclose()
+
+
+def client(app: Any, **kwargs: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=ORIGIN, **kwargs)
+
+
+async def test_reset_step_state_are_the_servers_episodes(echo: Any) -> None:
+    async with client(echo) as http:
+        reset = (await http.post("/openenv/reset", json={"seed": 3, "greeting": "hi"})).json()
+        assert reset["observation"]["observation"] == "hi" and reset["done"] is False
+        episode = reset["observation"]["episode_id"]
+        watched = (await http.get("/web/api/episodes")).json()
+        assert len(watched["episodes"]) == 1  # the page watches it like any episode
+        body = {"episode_id": episode, "action": {"action": "bye"}}
+        step = (await http.post("/openenv/step", json=body)).json()
+        assert step["done"] and step["observation"]["terminated"]
+        assert step["reward"] == pytest.approx(0.3)
+        state = (await http.get("/openenv/state", params={"episode_id": episode})).json()
+        assert (state["episode_id"], state["step_count"], state["status"]) == (episode, 1, "ended")
+        assert (await http.get("/openenv/state")).json() == {"episode_id": None, "step_count": 0}
+
+
+async def test_bad_input_is_named(echo: Any) -> None:
+    async with client(echo) as http:
+        bad_seed = await http.post("/openenv/reset", json={"seed": -1})
+        assert bad_seed.status_code == 422 and "non-negative integer" in bad_seed.json()["detail"]
+        unknown = await http.post("/openenv/reset", json={"colour": "red"})
+        assert unknown.status_code == 422 and "'colour'" in unknown.json()["detail"]
+        gone = await http.post(
+            "/openenv/step", json={"episode_id": "ep_x", "action": {"action": "a"}}
+        )
+        assert gone.status_code == 404 and gone.json()["code"] == "UnknownEpisode"
+        not_json = await http.post("/openenv/reset", content=b"{")
+        assert not_json.status_code == 422
+
+
+async def test_schema_metadata_and_openapi_are_what_openenv_reads(echo: Any) -> None:
+    async with client(echo) as http:
+        schema = (await http.get("/openenv/schema")).json()
+        assert schema["action"]["required"] == ["action"]
+        assert schema["action"]["properties"]["action"]["maxLength"] == 4096
+        assert {"observation", "episode_id", "terminated", "truncated"} <= set(
+            schema["observation"]["properties"]
+        )
+        meta = (await http.get("/openenv/metadata")).json()
+        assert meta["name"] == "echo" and meta["description"]
+        openapi = (await http.get("/openenv/openapi.json")).json()
+        assert openapi["info"]["version"].startswith("1.")
+        assert {"/reset", "/step", "/state"} <= set(openapi["paths"])
+        probe = await http.post("/openenv/mcp", json={})
+        assert probe.status_code == 200 and probe.json()["jsonrpc"] == "2.0"
+        call = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "reset", "arguments": {"seed": 1}},
+        }
+        answer = (await http.post("/openenv/mcp", json=call)).json()
+        assert answer["id"] == 7 and answer["result"]["structuredContent"]["step"] == 0
+
+
+async def test_atari_frames_go_flat_with_their_shape() -> None:
+    server = build_server("atari", game="pong")
+    try:
+        async with client(openenv_app(server)) as http:
+            obs = (await http.post("/openenv/reset", json={"seed": 0})).json()["observation"]
+            assert obs["observation_shape"] == [210, 160, 3]
+            assert len(obs["observation"]) == 210 * 160 * 3
+            assert obs["legal_actions"][:2] == ["NOOP", "FIRE"]
+            png = (await http.post("/openenv/reset", json={"frames": "png"})).json()
+            assert png["observation"]["frame"].startswith("data:image/png;base64,")
+    finally:
+        await get_app(server).aclose()
+
+
+async def test_the_guard_covers_openenv_routes() -> None:
+    server = build_server("echo")
+    try:
+        app = openenv_app(server, token="s3cret")
+        async with client(app) as http:
+            assert (await http.get("/openenv/health")).status_code == 401
+            basic = base64.b64encode(b"openenv:s3cret").decode()
+            ok = await http.get("/openenv/health", headers={"Authorization": f"Basic {basic}"})
+            assert ok.status_code == 200 and ok.json() == {"status": "healthy"}
+            wrong = base64.b64encode(b"openenv:nope").decode()
+            denied = await http.get("/openenv/health", headers={"Authorization": f"Basic {wrong}"})
+            assert denied.status_code == 401
+            # Basic credentials are OpenEnv's way only: /mcp takes the bearer token alone
+            mcp = await http.post("/mcp", json={}, headers={"Authorization": f"Basic {basic}"})
+            assert mcp.status_code == 401
+            evil = await http.get(
+                "/openenv/health",
+                headers={"Host": "evil.example", "Authorization": "Bearer s3cret"},
+            )
+            assert evil.status_code == 421
+    finally:
+        await get_app(server).aclose()
+
+
+def test_the_socket_refusals_name_the_rule() -> None:
+    ok = {"host": "127.0.0.1:8765"}
+    assert refusal(ok, HOSTS, None) is None
+    assert (
+        refusal({"host": "localhost:8765", "origin": "http://127.0.0.1:3000"}, HOSTS, None) is None
+    )
+    assert "Host 'evil.example'" in str(refusal({"host": "evil.example"}, HOSTS, None))
+    foreign = {**ok, "origin": "https://evil.example"}
+    assert "Origin 'https://evil.example'" in str(refusal(foreign, HOSTS, None))
+    assert "token is required" in str(refusal(ok, HOSTS, "t"))
+    assert refusal({**ok, "authorization": "Bearer t"}, HOSTS, "t") is None
+    basic = base64.b64encode(b"u:t").decode()
+    assert refusal({**ok, "authorization": f"Basic {basic}"}, HOSTS, "t") is None
+    assert refusal({"host": "[::1]:8765"}, HOSTS, None) is None
+
+
+def test_openenv_is_for_http_servers() -> None:
+    from typer.testing import CliRunner
+
+    from openenv_mcp.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "echo", "--stdio", "--openenv"])
+    assert result.exit_code != 0
+    assert "--openenv serves OpenEnv's protocol beside /mcp over HTTP: add --http" in result.output
+
+
+async def test_the_web_page_serves_a_bridged_openenv_class() -> None:
+    server = build_server("openenv", env="tests.openenv_envs:CountEnvironment")
+    try:
+        async with client(openenv_app(server)) as http:
+            info = (await http.get("/web/api/info")).json()
+            assert info["spec"]["action_space"]["type"] == "Json"
+            assert info["spec"]["action_space"]["schema"]["required"] == ["message"]
+            assert (await http.get("/web/")).status_code == 200
+            # an episode started over OpenEnv's routes is watched on the page, frame and all
+            await http.post("/openenv/reset", json={"seed": 1})
+            (watched,) = (await http.get("/web/api/episodes")).json()["episodes"]
+            frame = await http.get(f"/web/api/episodes/{watched['watch_id']}/frame")
+            assert frame.status_code == 200 and frame.headers["content-type"] == "image/png"
+    finally:
+        await get_app(server).aclose()
