@@ -52,7 +52,7 @@ from pydantic import BaseModel
 
 from openenv_mcp.client import Episode, MCPEnvClient, step_batch
 from openenv_mcp.client._session import STEP_BATCH_TOOL
-from openenv_mcp.codecs import check_frames
+from openenv_mcp.codecs import BENCH_FRAMES, BenchFrames, check_frames
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied, error_from_wire
 from openenv_mcp.options import make_config, parse_cli_options
@@ -78,8 +78,6 @@ __all__ = [
 BenchTransport = Literal["memory", "stdio", "http", "ray"]
 #: How observations come back over MCP (of the frames vocabulary, ``openenv_mcp.codecs``):
 #: PNG decoded to an array, zstd-compressed or plain raw array, or not at all.
-BenchFrames = Literal["png", "zstd", "raw", "none"]
-BENCH_FRAMES: tuple[BenchFrames, ...] = ("png", "zstd", "raw", "none")
 
 #: Environment steps per side per repeat: a few seconds a row for Atari over stdio.
 DEFAULT_STEPS = 500

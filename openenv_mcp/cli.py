@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio
 import typer
 
+from openenv_mcp.codecs import BenchFrames
 from openenv_mcp.errors import OpenEnvError, ServerDied
 from openenv_mcp.options import flag, make_config, parse_cli_options
 from openenv_mcp.registry import env_names, get_entry, get_env_class
@@ -566,7 +567,7 @@ def bench(
         int, typer.Option(min=1, help="With --transport ray: how many server replicas.")
     ] = 1,
     frames: Annotated[
-        Literal["png", "zstd", "raw", "none"],
+        BenchFrames,
         typer.Option(
             help="Observations over MCP: png (decoded to arrays), zstd-compressed arrays, "
             "plain raw arrays, or none sent."

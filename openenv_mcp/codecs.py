@@ -29,11 +29,13 @@ from zstandard import ZstdCompressor, ZstdDecompressor, ZstdError, frame_content
 from openenv_mcp.errors import ArgumentError
 
 __all__ = [
+    "BENCH_FRAMES",
     "CLIENT_FRAMES",
     "FRAMES",
     "PNG_MIME",
     "ZSTD",
     "ArrayForm",
+    "BenchFrames",
     "ClientFrames",
     "Frames",
     "array_form",
@@ -46,6 +48,7 @@ __all__ = [
     "is_raw",
     "png_from_b64",
     "to_jsonable",
+    "wants_png",
 ]
 
 #: How a call returns its observation; one vocabulary for the server, the client and bench:
@@ -63,6 +66,9 @@ FRAMES: tuple[Frames, ...] = get_args(Frames)
 #: The forms a client can decode to arrays.
 ClientFrames = Literal["zstd", "raw", "png"]
 CLIENT_FRAMES: tuple[ClientFrames, ...] = get_args(ClientFrames)
+#: What ``bench`` measures: a client's forms, or none (the counters only).
+BenchFrames = Literal["png", "zstd", "raw", "none"]
+BENCH_FRAMES: tuple[BenchFrames, ...] = get_args(BenchFrames)
 
 #: How array values are written: nested lists (JSON), or raw arrays, plain or zstd.
 ArrayForm = Literal["list", "raw", "zstd"]
@@ -106,6 +112,11 @@ def array_form(frames: Frames) -> ArrayForm | None:
     if frames in ("raw", "both"):
         return "raw"
     return None
+
+
+def wants_png(frames: Frames) -> bool:
+    """Whether a call asking for ``frames`` gets the frame as a PNG image."""
+    return frames in ("png", "both")
 
 
 def encode_png(frame: np.ndarray, scale: int = 1) -> bytes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from openenv_mcp.codecs import Frames, array_form, encode_png
+from openenv_mcp.codecs import Frames, array_form, encode_png, wants_png
 from openenv_mcp.environment import has_frame
 from openenv_mcp.pipeline.base import EpisodeState, Moment
 from openenv_mcp.spaces import encode, is_array_space
@@ -112,7 +112,7 @@ class View:
 
     def png(self, frames: Frames) -> bytes | None:
         """The current frame as PNG, where the call's frames ask for one."""
-        if not self._has_frame or frames not in ("png", "both"):
+        if not self._has_frame or not wants_png(frames):
             return None
         frame = self.episode.env.render()
         if frame is None:
