@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import numpy as np
@@ -59,6 +59,7 @@ from openenv_mcp.options import make_config, parse_cli_options
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from openenv_mcp.spaces import encode, is_array_space
+from openenv_mcp.transports import TRANSPORTS, TransportName
 
 __all__ = [
     "DEFAULT_REPEATS",
@@ -75,7 +76,7 @@ __all__ = [
 ]
 
 #: Where the MCP side's server runs.
-BenchTransport = Literal["memory", "stdio", "http", "ray"]
+BenchTransport = TransportName
 #: How observations come back over MCP (of the frames vocabulary, ``openenv_mcp.codecs``):
 #: PNG decoded to an array, zstd-compressed or plain raw array, or not at all.
 
@@ -149,9 +150,9 @@ class BenchConfig:
             raise ArgumentError(f"--warmup must be 0 or more, got {self.warmup}")
         if self.workers < 0:
             raise ArgumentError(f"--workers must be 0 or more, got {self.workers}")
-        if self.transport not in ("memory", "stdio", "http", "ray"):
+        if self.transport not in TRANSPORTS:
             raise ArgumentError(
-                f"transport must be memory, stdio, http or ray, got {self.transport!r}"
+                f"transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}"
             )
         if self.replicas < 1 or (self.replicas > 1 and self.transport != "ray"):
             raise ArgumentError(
@@ -658,43 +659,79 @@ async def _connect(
     if config.record:
         extra += ["--record", config.record]
     client_frames: Any = "zstd" if frames == "none" else frames
-    if config.transport == "memory":
-        settings = ServerSettings(
-            max_episodes=max_episodes or ServerSettings().max_episodes,
-            workers=config.workers,
-            record=config.record,
-        )
-        server = build_server(config.env, settings=settings, **options)
-        try:
-            async with MCPEnvClient(server, frames=client_frames) as client:
-                yield client, os.getpid()
-        finally:
-            await get_app(server).aclose()
-    elif config.transport == "stdio":
-        before = _children()
-        command = _serve_command(config.env, "stdio", config.env_args, *extra)
-        async with MCPEnvClient(command, frames=client_frames) as client:
-            started = sorted(_children() - before)
-            yield client, started[0] if len(started) == 1 else None
-    elif config.transport == "ray":
-        if extra:
-            raise ArgumentError("--transport ray takes no --workers, --record or live episodes")
-        from openenv_mcp.cluster import deploy
+    connect = _CONNECTORS[config.transport]
+    async with connect(config, options, extra, client_frames, max_episodes) as connected:
+        yield connected
 
-        deployment = await anyio.to_thread.run_sync(
-            lambda: deploy(config.env, replicas=config.replicas, options=options, port=_free_port())
-        )
-        try:
-            async with MCPEnvClient(deployment.url, frames=client_frames) as client:
-                yield client, None
-        finally:
-            await anyio.to_thread.run_sync(deployment.shutdown)
-    else:
-        async with (
-            _http_server(config.env, config.env_args, extra) as (url, pid),
-            MCPEnvClient(url, frames=client_frames) as client,
-        ):
-            yield client, pid
+
+Connected = AsyncIterator[tuple[MCPEnvClient, int | None]]
+
+
+@contextlib.asynccontextmanager
+async def _connect_memory(
+    config: BenchConfig, options: dict[str, Any], extra: list[str], frames: Any, most: int | None
+) -> Connected:
+    settings = ServerSettings(
+        max_episodes=most or ServerSettings().max_episodes,
+        workers=config.workers,
+        record=config.record,
+    )
+    server = build_server(config.env, settings=settings, **options)
+    try:
+        async with MCPEnvClient(server, frames=frames) as client:
+            yield client, os.getpid()
+    finally:
+        await get_app(server).aclose()
+
+
+@contextlib.asynccontextmanager
+async def _connect_stdio(
+    config: BenchConfig, options: dict[str, Any], extra: list[str], frames: Any, most: int | None
+) -> Connected:
+    before = _children()
+    command = _serve_command(config.env, "stdio", config.env_args, *extra)
+    async with MCPEnvClient(command, frames=frames) as client:
+        started = sorted(_children() - before)
+        yield client, started[0] if len(started) == 1 else None
+
+
+@contextlib.asynccontextmanager
+async def _connect_http(
+    config: BenchConfig, options: dict[str, Any], extra: list[str], frames: Any, most: int | None
+) -> Connected:
+    async with (
+        _http_server(config.env, config.env_args, extra) as (url, pid),
+        MCPEnvClient(url, frames=frames) as client,
+    ):
+        yield client, pid
+
+
+@contextlib.asynccontextmanager
+async def _connect_ray(
+    config: BenchConfig, options: dict[str, Any], extra: list[str], frames: Any, most: int | None
+) -> Connected:
+    if extra:
+        raise ArgumentError("--transport ray takes no --workers, --record or live episodes")
+    from openenv_mcp.cluster import deploy
+
+    deployment = await anyio.to_thread.run_sync(
+        lambda: deploy(config.env, replicas=config.replicas, options=options, port=_free_port())
+    )
+    try:
+        async with MCPEnvClient(deployment.url, frames=frames) as client:
+            yield client, None
+    finally:
+        await anyio.to_thread.run_sync(deployment.shutdown)
+
+
+#: How bench reaches a server over each transport (openenv_mcp.transports names them).
+_CONNECTORS: dict[TransportName, Any] = {
+    "memory": _connect_memory,
+    "stdio": _connect_stdio,
+    "http": _connect_http,
+    "ray": _connect_ray,
+}
+assert set(_CONNECTORS) == set(TRANSPORTS)
 
 
 # -- the runs -------------------------------------------------------------------------------

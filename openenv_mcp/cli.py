@@ -25,6 +25,7 @@ from openenv_mcp.options import flag, make_config, parse_cli_options
 from openenv_mcp.registry import env_names, get_entry, get_env_class
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._token import ARGV_WARNING, TOKEN_ENV, read_token_file
+from openenv_mcp.transports import TRANSPORTS, TransportName
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -557,10 +558,11 @@ def bench(
     ctx: typer.Context,
     env: Annotated[str, typer.Argument(help="Environment name (see `openenv-mcp list`).")],
     transport: Annotated[
-        Literal["memory", "stdio", "http", "ray"],
+        TransportName,
         typer.Option(
-            help="Where the MCP side's server runs (ray: --replicas servers on a local Ray "
-            "Serve cluster behind one URL)."
+            help="Where the MCP side's server runs: "
+            + "; ".join(f"{t.name}, {t.summary}" for t in TRANSPORTS.values())
+            + " (--replicas of them)."
         ),
     ] = "stdio",
     replicas: Annotated[

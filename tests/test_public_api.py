@@ -58,6 +58,7 @@ PUBLIC = {
         "supports_snapshots",
     ],
     "openenv_mcp.narration": ["Narration", "narration_of"],
+    "openenv_mcp.transports": ["TRANSPORTS", "Transport", "TransportName", "is_shared"],
     "openenv_mcp.spec": ["EnvSpec", "action_schema", "model_properties"],
     "openenv_mcp.pipeline": [
         "MAX_REPEAT",

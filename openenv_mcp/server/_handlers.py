@@ -38,6 +38,7 @@ from openenv_mcp.server._results import (
     text_block,
 )
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.transports import is_shared
 
 __all__ = ["Handlers", "direct_transport"]
 
@@ -45,15 +46,12 @@ __all__ = ["Handlers", "direct_transport"]
 #: (``"stdio"``, ``"memory"``, ``"streamable-http"``); else FastMCP's context says.
 direct_transport: ContextVar[str | None] = ContextVar("openenv_direct_transport", default=None)
 
-_SHARED = ("streamable-http", "sse", "http")
-
 
 def _caller(table: EpisodeTable) -> Caller | None:
     """Who this call comes from, where its transport tells callers apart (a stdio process,
     an episode host's connection); ``None`` over a transport many clients share (HTTP),
     where calls must name their episode."""
-    transport = direct_transport.get() or request_transport()
-    if transport in _SHARED:
+    if is_shared(direct_transport.get() or request_transport()):
         return None
     return current_caller.get() or table.local
 
