@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -59,6 +60,19 @@ def stop_episode_hosts(directory: Path) -> None:
     for pid in episode_hosts(directory):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
+
+
+@contextlib.contextmanager
+def episode_host_dir() -> Iterator[Path]:
+    """A private directory for the episode hosts a test starts, short enough for a Unix
+    socket's path (pytest's own temporary paths can pass 108 bytes); every host started
+    in it is stopped, and it is removed."""
+    path = Path(tempfile.mkdtemp(prefix="oeh-"))
+    try:
+        yield path
+    finally:
+        stop_episode_hosts(path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def free_port() -> int:

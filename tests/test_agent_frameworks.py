@@ -16,14 +16,13 @@ import base64
 import os
 import re
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
 
 from openenv_mcp.server._host import HOST_DIR_ENV
 from tests.figures import record_figure
-from tests.servers import ROOT, stop_episode_hosts
+from tests.servers import ROOT, episode_host_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -100,30 +99,23 @@ async def test_llamaindex_passes_text_with_the_image_inside() -> None:
     )
 
 
-async def test_llamaindex_plays_a_game_though_it_starts_a_server_per_call(
-    tmp_path: Path,
-) -> None:
+async def test_llamaindex_plays_a_game_though_it_starts_a_server_per_call() -> None:
     """McpToolSpec starts a fresh server for every call: with --episode-host (as the
     README's harness configs run it) the episode outlives each one."""
     pytest.importorskip("llama_index.tools.mcp", reason="the [test] extra installs it")
     from llama_index.tools.mcp import BasicMCPClient, McpToolSpec
 
-    hosts = tmp_path / "hosts"
-    hosts.mkdir(mode=0o700)
-    env = {**os.environ, HOST_DIR_ENV: str(hosts)}
-    client = BasicMCPClient(SERVER[0], args=[*SERVER[1:], "--episode-host"], env=env, timeout=60)
-    try:
-        with anyio.fail_after(240):
-            tools = {t.metadata.name: t for t in await McpToolSpec(client).to_tool_list_async()}
-            opened = (await tools["reset"].acall(seed=0)).content
-            found = re.search(r"episode (ep_[A-Za-z0-9_-]+)", opened)
-            assert found, opened
-            episode = found.group(1)
-            fired = (await tools["fire"].acall(episode_id=episode)).content
-            moved = (
-                await tools["step"].acall(action="RIGHT", repeat=4, episode_id=episode)
-            ).content
-        # what the model reads: the tool result as one string, the summary inside it
-        assert "Step 1 (FIRE)" in fired and "Step 5 (RIGHT x4)" in moved
-    finally:
-        stop_episode_hosts(hosts)
+    with episode_host_dir() as hosts, anyio.fail_after(240):
+        env = {**os.environ, HOST_DIR_ENV: str(hosts)}
+        client = BasicMCPClient(
+            SERVER[0], args=[*SERVER[1:], "--episode-host"], env=env, timeout=60
+        )
+        tools = {t.metadata.name: t for t in await McpToolSpec(client).to_tool_list_async()}
+        opened = (await tools["reset"].acall(seed=0)).content
+        found = re.search(r"episode (ep_[A-Za-z0-9_-]+)", opened)
+        assert found, opened
+        episode = found.group(1)
+        fired = (await tools["fire"].acall(episode_id=episode)).content
+        moved = (await tools["step"].acall(action="RIGHT", repeat=4, episode_id=episode)).content
+    # what the model reads: the tool result as one string, the summary inside it
+    assert "Step 1 (FIRE)" in fired and "Step 5 (RIGHT x4)" in moved

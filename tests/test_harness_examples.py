@@ -33,7 +33,7 @@ from fastmcp.client.transports import StdioTransport
 from openenv_mcp.recording import iter_recordings
 from openenv_mcp.server import build_server
 from openenv_mcp.server._host import HOST_DIR_ENV
-from tests.servers import ROOT, free_port, http_server, stop, stop_episode_hosts
+from tests.servers import ROOT, episode_host_dir, free_port, http_server, stop
 from tests.test_independent_clients import node_tools  # noqa: F401  (a shared fixture)
 
 EXAMPLES = ROOT / "harness_examples"
@@ -53,13 +53,8 @@ def dev_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     (through its OPENENV_MCP_VENV variable) at a stand-in venv whose
     ``openenv-mcp`` is this interpreter's, marked as set up.
     """
-    hosts = tmp_path_factory.mktemp("hosts")
-    hosts.chmod(0o700)
-    env = {**os.environ, HOST_DIR_ENV: str(hosts)}
-    try:
-        yield _dev_env(env, tmp_path_factory)
-    finally:
-        stop_episode_hosts(hosts)
+    with episode_host_dir() as hosts:
+        yield _dev_env({**os.environ, HOST_DIR_ENV: str(hosts)}, tmp_path_factory)
 
 
 def _dev_env(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
@@ -197,7 +192,7 @@ def test_claude_code_connects_with_the_config_and_the_one_liner(
     entry = json.dumps(filled("claude_code.mcp.json")["mcpServers"]["atari"])
     claude(claude_cli, dev_env, tmp_path, "mcp", "add-json", "--scope", "local", "atari", entry)
     listed = claude(claude_cli, dev_env, tmp_path, "mcp", "list")
-    command = "/dev run serve atari --stdio --profile agent --game breakout"
+    command = "/dev run serve atari --stdio --profile agent --game breakout --episode-host"
     assert re.search(rf"^atari: .*{command} - .*Connected", listed, re.M)
     # the README's one-liner, run from the repository root
     (one_liner,) = readme_commands("claude mcp add ")

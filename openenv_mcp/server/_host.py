@@ -47,6 +47,8 @@ log = logging.getLogger("openenv_mcp.server")
 #: Where hosts keep their sockets, logs and locks (default: $XDG_RUNTIME_DIR/openenv-mcp,
 #: else /tmp/openenv-mcp-<uid>).
 HOST_DIR_ENV = "OPENENV_MCP_HOST_DIR"
+#: The longest Unix socket path Linux takes (sun_path: 108 bytes, with its NUL).
+_MAX_SOCKET_PATH = 107
 #: Seconds a front waits for a host it started to listen (its imports, the env's ROMs).
 START_TIMEOUT = 120.0
 _CHUNK = 1 << 20
@@ -90,8 +92,14 @@ def host_socket(argv: Sequence[str]) -> Path:
     and settings): one host per distinct command line and openenv-mcp version."""
     from openenv_mcp._version import __version__
 
-    key = hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:20]
-    return host_dir() / f"host-{key}.sock"
+    key = hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:16]
+    path = host_dir() / f"{key}.sock"
+    if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+        raise HostError(
+            f"{path} is too long for a Unix socket ({_MAX_SOCKET_PATH} bytes at most): set "
+            f"{HOST_DIR_ENV} to a shorter private directory"
+        )
+    return path
 
 
 # -- the front: a stdio process that relays to the host -----------------------------------

@@ -226,7 +226,9 @@ def test_the_unsafe_fallback_as_a_non_root_user(bwrap: str, user: User) -> None:
             capture_output=True,
             text=True,
             timeout=120,
-            stdin=subprocess.DEVNULL,
+            # A client that says something (a stdio server whose stdin ends at once, before
+            # any message, exits 0 without starting: nothing to serve, nothing refused).
+            input='{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n',
             check=False,
         )
         assert refused.returncode != 0, refused.stderr

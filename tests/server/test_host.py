@@ -18,7 +18,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from openenv_mcp.server._host import HOST_DIR_ENV
-from tests.servers import CLI, ROOT, episode_hosts, stop_episode_hosts
+from tests.servers import CLI, ROOT, episode_host_dir, episode_hosts
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -28,12 +28,10 @@ SERVE = ["serve", "atari", "--game", "breakout", "--profile", "agent", "--stdio"
 
 
 @pytest.fixture
-def host_dir(tmp_path: Path) -> Iterator[Path]:
+def host_dir() -> Iterator[Path]:
     """A private directory for this test's hosts; every host started in it is stopped."""
-    path = tmp_path / "hosts"
-    path.mkdir(mode=0o700)
-    yield path
-    stop_episode_hosts(path)
+    with episode_host_dir() as path:
+        yield path
 
 
 def front(host_dir: Path, *extra: str) -> StdioTransport:
