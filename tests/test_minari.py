@@ -27,6 +27,7 @@ from openenv_mcp.options import cli_args, make_config, parse_cli_options
 from openenv_mcp.recording import iter_recordings
 from openenv_mcp.registry import env_names, get_env_class
 from openenv_mcp.server import ServerSettings, build_server, get_app
+from tests.servers import REQUIRED_OPTIONS
 
 minari = pytest.importorskip("minari", reason="the [data] extra installs minari")
 
@@ -185,7 +186,7 @@ def test_cli_args_give_back_every_registered_envs_config(name: str) -> None:
         config_cls = get_env_class(name).Config
     except DependencyNotInstalled as exc:
         pytest.skip(f"{name} is not installed here: {exc}")
-    configs = [config_cls()]
+    configs = [config_cls(**REQUIRED_OPTIONS.get(name, {}))]
     extra = {
         "gymnasium": {"id": "FrozenLake-v1", "kwargs": {"map_name": "8x8", "is_slippery": False}},
         "atari": {"game": "breakout", "full_action_space": True, "mode": 1},

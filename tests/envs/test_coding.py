@@ -227,33 +227,47 @@ def describe_pids(pids: list[int]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def envs(bwrap: str) -> Iterator[dict[str, CodingEnv]]:
+def made_envs(bwrap: str) -> Iterator[dict[str, CodingEnv]]:
+    """One environment per sandbox mode, made once for the module (a probe each)."""
     made = {
         "bwrap": CodingEnv(CodingConfig(sandbox="bwrap", **SMALL)),  # type: ignore[arg-type]
         "unsafe-rlimits": CodingEnv(CodingConfig(sandbox="unsafe-rlimits", **SMALL)),  # type: ignore[arg-type]
     }
-    for env in made.values():
-        env.reset(options={"task": "fizzbuzz"})
     yield made
     for env in made.values():
         env.close()
 
 
+@pytest.fixture
+def envs(made_envs: dict[str, CodingEnv]) -> dict[str, CodingEnv]:
+    """Those environments, each at a fresh fizzbuzz episode (tests run in any order)."""
+    for env in made_envs.values():
+        env.reset(options={"task": "fizzbuzz"})
+    return made_envs
+
+
 @pytest.fixture(scope="module")
-def clients(bwrap: str) -> Iterator[dict[str, Any]]:
-    """One in-memory server per sandbox mode, each with an episode going (and its server)."""
+def made_clients(bwrap: str) -> Iterator[dict[str, Any]]:
+    """One in-memory server per sandbox mode and a client of each, made once."""
     made: dict[str, Any] = {}
     stack = []
     for mode in ("bwrap", "unsafe-rlimits"):
         server = build_server("coding", sandbox=mode, **SMALL)
         client = MCPEnvClient(server).sync()
         stack.append(client)
-        client.reset(seed=0, options={"task": "fizzbuzz"})
         made[mode] = client
         made[f"{mode} server"] = server
     yield made
     for client in stack:
         client.close()
+
+
+@pytest.fixture
+def clients(made_clients: dict[str, Any]) -> dict[str, Any]:
+    """Those clients, each at a fresh seeded fizzbuzz episode (tests run in any order)."""
+    for mode in ("bwrap", "unsafe-rlimits"):
+        made_clients[mode].reset(seed=0, options={"task": "fizzbuzz"})
+    return made_clients
 
 
 def step(client: Any, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:

@@ -217,6 +217,11 @@ def test_the_pages_serve_commands_run_as_written(bwrap: str) -> None:  # noqa: F
 # -- the unisolated fallback, as a non-root user ------------------------------------------------
 
 
+#: A client's first message: a stdio server whose stdin ends before any message exits 0
+#: at once, starting nothing (so refusing nothing).
+PING = '{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n'
+
+
 @pytest.mark.integration
 def test_the_unsafe_fallback_as_a_non_root_user(bwrap: str, user: User) -> None:  # noqa: F811
     canary = secrets.token_hex(8)
@@ -226,9 +231,7 @@ def test_the_unsafe_fallback_as_a_non_root_user(bwrap: str, user: User) -> None:
             capture_output=True,
             text=True,
             timeout=120,
-            # A client that says something (a stdio server whose stdin ends at once, before
-            # any message, exits 0 without starting: nothing to serve, nothing refused).
-            input='{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n',
+            input=PING,
             check=False,
         )
         assert refused.returncode != 0, refused.stderr
@@ -241,7 +244,7 @@ def test_the_unsafe_fallback_as_a_non_root_user(bwrap: str, user: User) -> None:
             capture_output=True,
             text=True,
             timeout=120,
-            stdin=subprocess.DEVNULL,
+            input=PING,  # something to serve: the server starts, then refuses
             check=False,
         )
         assert refused.returncode != 0
