@@ -1,6 +1,6 @@
 """Real HTTP servers with a lowered descriptor limit, and the clients that attack them.
 
-Used by ``test_http_limits.py``. Every wait is bounded.
+Used by ``test_limits.py``. Every wait is bounded.
 """
 
 from __future__ import annotations

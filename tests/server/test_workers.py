@@ -11,7 +11,7 @@
   broken episode a fresh environment in a live worker.
 * The server awaits workers without blocking: while one worker is hung, the
   other worker's episodes answer (that calls in two workers overlap is shown
-  over stdio and HTTP in test_client.py); concurrent calls sharing a worker
+  over stdio and HTTP in client/test_session.py); concurrent calls sharing a worker
   each get their own answer, even when callers give up mid-call.
 * Over stdio, an env printing to stdout in a worker does not reach the
   transport; at EOF or SIGTERM every env is closed and no worker is left.

@@ -1,0 +1,94 @@
+"""Every module's tests can be found from its name: ``openenv_mcp/server/_stdio.py``'s in
+``tests/server/test_stdio.py``, and so on; where a module is tested elsewhere (a
+behaviour spanning several modules, a transport matrix), this index says where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.servers import ROOT
+
+#: Modules tested in files not named after them, and those files.
+ELSEWHERE: dict[str, list[str]] = {
+    "_bench_openenv.py": ["test_openenv_bench.py"],
+    "_handles.py": ["server/test_secrets.py"],
+    "_launch.py": ["server/test_prelude.py", "server/test_host.py"],
+    "_lazy.py": ["test_public_api.py"],
+    "_schemas.py": ["test_tool_calls_space.py"],
+    "_version.py": ["test_public_api.py"],
+    "check.py": ["test_authoring.py"],
+    "collect.py": ["test_episodes_as_data.py"],
+    "environment.py": ["test_testing.py", "pipeline/test_mask.py", "server/test_protocol.py"],
+    "export.py": ["test_recording.py", "test_minari.py", "test_episodes_as_data.py"],
+    "manifest.py": ["test_authoring.py"],
+    "narration.py": ["pipeline/test_narrator.py", "server/test_profile.py"],
+    "options.py": ["test_cli.py", "envs/test_gymnasium.py"],
+    "portability.py": ["server/test_catalog.py"],
+    "registry.py": ["test_cli.py", "test_authoring.py"],
+    "scaffold.py": ["test_authoring.py"],
+    "spec.py": ["test_public_api.py", "server/test_protocol.py", "envs/test_trading.py"],
+    "transports.py": ["server/test_protocol.py", "test_bench.py"],
+    "client/_client.py": ["client/test_session.py"],
+    "client/_loop.py": ["client/test_exit.py", "client/test_sync.py"],
+    "client/_spec.py": ["client/test_session.py", "client/test_gym.py"],
+    "client/_transports/base.py": ["client/test_failures.py"],
+    "client/_transports/http.py": ["client/test_session.py", "server/test_protocol.py"],
+    "client/_transports/inference.py": ["client/test_session.py"],
+    "client/_transports/memory.py": ["client/test_session.py"],
+    "client/_transports/sdk.py": ["client/test_session.py"],
+    "client/_transports/stdio.py": ["client/test_session.py", "client/test_failures.py"],
+    "cluster/_deploy.py": ["cluster/test_ray_serve.py"],
+    "cluster/_router.py": ["cluster/test_ray_serve.py"],
+    "pipeline/base.py": ["pipeline/test_view.py", "pipeline/test_order.py"],
+    "pipeline/core.py": ["pipeline/test_ops.py", "pipeline/test_order.py"],
+    "pipeline/episode.py": ["pipeline/test_ops.py", "pipeline/test_recorder.py"],
+    "server/_answers.py": ["server/test_prelude.py"],
+    "server/_app.py": ["server/test_protocol.py"],
+    "server/_args.py": ["server/test_catalog.py", "server/test_fuzz.py"],
+    "server/_build.py": ["server/test_protocol.py", "server/test_faults.py"],
+    "server/_direct.py": ["server/test_protocol.py"],
+    "server/_episodes.py": ["server/test_client_cap.py", "server/test_faults.py"],
+    "server/_feed.py": ["server/test_web.py"],
+    "server/_handlers.py": ["server/test_protocol.py", "server/test_fuzz.py"],
+    "server/_logs.py": ["server/test_secrets.py"],
+    "server/_openenv_wire.py": ["server/test_openenv_routes.py"],
+    "server/_results.py": ["test_errors.py", "server/test_catalog.py"],
+    "server/_runtime.py": ["pipeline/test_ops.py", "server/test_faults.py"],
+    "server/_settings.py": ["test_cli.py"],
+    "server/_stdio.py": ["server/test_protocol.py", "server/test_fuzz.py"],
+    "server/_token.py": ["server/test_secrets.py"],
+    "server/_tools.py": ["server/test_catalog.py", "server/test_fuzz.py"],
+}
+
+
+def _modules() -> list[str]:
+    package = ROOT / "openenv_mcp"
+    return sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+    )
+
+
+def _own_test(module: str) -> Path:
+    """``server/_stdio.py`` -> ``tests/server/test_stdio.py``."""
+    path = Path(module)
+    return ROOT / "tests" / path.parent / f"test_{path.stem.lstrip('_')}.py"
+
+
+def test_every_module_has_tests_a_newcomer_finds_by_name() -> None:
+    missing = [
+        module
+        for module in _modules()
+        if not _own_test(module).exists() and module not in ELSEWHERE
+    ]
+    assert not missing, f"name a test file after each (or list it in ELSEWHERE): {missing}"
+
+
+def test_the_index_points_at_files_that_exist_and_is_not_stale() -> None:
+    modules = set(_modules())
+    for module, files in ELSEWHERE.items():
+        assert module in modules, f"{module} is listed but no longer exists"
+        assert not _own_test(module).exists(), f"{module} has its own test file now"
+        for name in files:
+            assert (ROOT / "tests" / name).exists(), f"{module}: tests/{name} does not exist"
