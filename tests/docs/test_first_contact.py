@@ -16,7 +16,7 @@ from tests.servers import ROOT
 pytestmark = pytest.mark.integration
 
 DOC = ROOT / "docs" / "first-contact.md"
-MARKER = "<!-- tested: tests/test_first_contact_doc.py -->"
+MARKER = "<!-- tested: tests/docs/test_first_contact.py -->"
 
 
 def blocks() -> list[str]:

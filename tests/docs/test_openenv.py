@@ -19,7 +19,7 @@ from tests.servers import ROOT, http_server
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 DOC = ROOT / "docs" / "openenv.md"
-MARKER = "<!-- tested: tests/test_openenv_docs.py runs"
+MARKER = "<!-- tested: tests/docs/test_openenv.py runs"
 
 
 def blocks() -> tuple[list[list[str]], str]:

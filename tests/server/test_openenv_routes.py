@@ -1,7 +1,7 @@
 """OpenEnv's routes under /openenv, in memory (the HTTP app as ``serve --http --openenv
 --web`` guards it): the same episodes as /mcp and the web page, the same Host and token
 rules, OpenEnv's wire forms. Real OpenEnv clients over real sockets are in
-tests/test_openenv_protocol.py."""
+tests/server/test_openenv.py."""
 
 from __future__ import annotations
 
