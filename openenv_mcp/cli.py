@@ -192,31 +192,16 @@ def serve(
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
-    from openenv_mcp.server._prelude import current as current_prelude
-
-    if ray:
-        if stdio or web or web_port is not None or openenv:
-            raise _fail(
-                "--ray serves over HTTP only, without the web page or --openenv: drop "
-                "--stdio/--web/--openenv"
-            )
-        http = True
-    elif ray_address is not None:
-        raise _fail("--ray-address is for --ray: add --ray")
-    if stdio and http:
-        raise _fail("choose one transport: --stdio or --http")
-    if web and not http:
-        raise _fail(
-            "--web serves the page beside /mcp over HTTP: add --http (or, over "
-            "stdio, use --web-port PORT)"
-        )
-    if openenv and not http:
-        raise _fail("--openenv serves OpenEnv's protocol beside /mcp over HTTP: add --http")
-    if web_port is not None and http:
-        raise _fail(
-            "--web-port is for a stdio server; over HTTP use --web (the page is at "
-            "/web/ on the server's own port)"
-        )
+    http = _transport_flags(
+        stdio=stdio,
+        http=http,
+        ray=ray,
+        ray_address=ray_address,
+        web=web,
+        web_port=web_port,
+        openenv=openenv,
+        episode_host=episode_host,
+    )
     level = (log_level or ("INFO" if http else "WARNING")).upper()
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s: %(message)s")
     auth_token = _auth_token(ctx, auth_token, auth_token_file)
@@ -230,22 +215,11 @@ def serve(
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     if episode_host:
-        if http:
-            raise _fail(
-                "--episode-host is for --stdio servers (over HTTP, episodes already "
-                "outlive each call)"
-            )
         from openenv_mcp.server._host import relay
 
         raise typer.Exit(relay([env, *ctx.args]))
-    prelude = current_prelude()
-    if not http and prelude is not None and prelude.silent_eof:
-        logging.getLogger("openenv_mcp").info(
-            "serving %s over stdio: stdin closed before any message, nothing to serve", env
-        )
+    if not http and not _stdio_has_a_client(env):
         return
-    if not http and os.isatty(prelude.in_fd if prelude is not None else 0):
-        typer.echo(_terminal_hint(env), err=True)
     # The server stack (FastMCP, the MCP SDK) loads only now, after the options are checked.
     from openenv_mcp.server import build_server
     from openenv_mcp.server import serve as run_server
@@ -302,6 +276,64 @@ def serve(
     except OpenEnvError as exc:  # the environment refused to be served so
         raise _fail(str(exc)) from None
     _SERVED.set()
+
+
+def _transport_flags(
+    *,
+    stdio: bool,
+    http: bool,
+    ray: bool,
+    ray_address: str | None,
+    web: bool,
+    web_port: int | None,
+    openenv: bool,
+    episode_host: bool,
+) -> bool:
+    """Check that the transport flags go together; whether the server serves HTTP."""
+    if ray:
+        if stdio or web or web_port is not None or openenv:
+            raise _fail(
+                "--ray serves over HTTP only, without the web page or --openenv: drop "
+                "--stdio/--web/--openenv"
+            )
+        http = True
+    elif ray_address is not None:
+        raise _fail("--ray-address is for --ray: add --ray")
+    if stdio and http:
+        raise _fail("choose one transport: --stdio or --http")
+    if web and not http:
+        raise _fail(
+            "--web serves the page beside /mcp over HTTP: add --http (or, over "
+            "stdio, use --web-port PORT)"
+        )
+    if openenv and not http:
+        raise _fail("--openenv serves OpenEnv's protocol beside /mcp over HTTP: add --http")
+    if web_port is not None and http:
+        raise _fail(
+            "--web-port is for a stdio server; over HTTP use --web (the page is at "
+            "/web/ on the server's own port)"
+        )
+    if episode_host and http:
+        raise _fail(
+            "--episode-host is for --stdio servers (over HTTP, episodes already outlive each call)"
+        )
+    return http
+
+
+def _stdio_has_a_client(env: str) -> bool:
+    """Whether a stdio server has anyone to serve: not when stdin ended before any message
+    (nothing to do: exit at once). On a terminal, say what it waits for."""
+    from openenv_mcp.server._prelude import current as current_prelude
+
+    prelude = current_prelude()
+    if prelude is not None and prelude.silent_eof:
+        logging.getLogger("openenv_mcp").info(
+            "serving %s over stdio: stdin closed before any message, nothing to serve", env
+        )
+        return False
+    if os.isatty(prelude.in_fd if prelude is not None else 0):
+        typer.echo(_terminal_hint(env), err=True)
+    return True
 
 
 def _auth_token(ctx: typer.Context, given: str | None, file: Path | None) -> str | None:
