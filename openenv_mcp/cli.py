@@ -419,7 +419,7 @@ def check(
     (spaces, seeds, snapshots, worker processes, MCP), its rewards stay in range, every
     tool schema is portable, and it serves over stdio. Exits 1 if anything fails.
     Environment options follow, as for serve."""
-    from openenv_mcp.check import run_checks
+    from openenv_mcp.authoring.check import run_checks
 
     logging.basicConfig(stream=sys.stderr, level="WARNING")
     lines = run_checks(env, list(ctx.args), stdio=stdio)
@@ -450,7 +450,7 @@ def init(
     """Write a new environment package NAME: a pyproject registering it, an env class
     with a worked example of each part of the contract, a README, tests and a Dockerfile.
     Then: pip install -e NAME, openenv-mcp check NAME, openenv-mcp serve NAME --stdio."""
-    from openenv_mcp.scaffold import init_package
+    from openenv_mcp.authoring.scaffold import init_package
 
     try:
         written = init_package(name, directory, kind)  # type: ignore[arg-type]
@@ -479,9 +479,9 @@ def dockerfile(
 ) -> None:
     """Print a Dockerfile serving ENV over HTTP, generated from its manifest (non-root,
     a bearer token required, a health check). Environment options follow, as for serve."""
-    from openenv_mcp.manifest import build_manifest
+    from openenv_mcp.authoring.manifest import build_manifest
+    from openenv_mcp.authoring.scaffold import dockerfile as render
     from openenv_mcp.options import make_config
-    from openenv_mcp.scaffold import dockerfile as render
 
     env_cls = _load(env)
     try:
@@ -519,7 +519,7 @@ def describe(
     ] = False,
 ) -> None:
     """Describe ENV: its options, actions, observation and MCP tools."""
-    from openenv_mcp.manifest import build_manifest
+    from openenv_mcp.authoring.manifest import build_manifest
     from openenv_mcp.server import build_server, get_app
 
     env_cls = _load(env)
@@ -713,7 +713,7 @@ def replay(
     observation, terminated and truncated matches exactly (exit 1 where one differs)."""
     from pathlib import Path
 
-    from openenv_mcp.recording import replay as replay_one
+    from openenv_mcp.data.recording import replay as replay_one
 
     paths = [
         p
@@ -762,7 +762,7 @@ def export(
     """Export the episodes recorded in DIRECTORY: a Minari dataset that
     minari.load_dataset(NAME) opens (and whose recover_environment() serves the env
     again), or JSON Lines of tool-call messages with rewards."""
-    from openenv_mcp.export import export_jsonl, export_minari
+    from openenv_mcp.data.export import export_jsonl, export_minari
 
     try:
         if format == "minari":
@@ -810,7 +810,7 @@ def collect(
     """
     from tqdm import tqdm
 
-    from openenv_mcp.collect import CollectConfig, parse_env_args, run_collect
+    from openenv_mcp.data.collect import CollectConfig, parse_env_args, run_collect
 
     _load(env)
     bar: Any = None

@@ -30,7 +30,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from openenv_mcp.recording import iter_recordings
+from openenv_mcp.data.recording import iter_recordings
 from openenv_mcp.server import build_server
 from openenv_mcp.server._host import HOST_DIR_ENV
 from tests.servers import ROOT, episode_host_dir, free_port, http_server, stop
@@ -379,7 +379,7 @@ def test_grpo_atari_runs_and_forks_start_identical(tmp_path: Path) -> None:
     rows = re.findall(r"^\s+\d+\s+yes\s", out, re.M)
     assert len(rows) == 2, out
     # A GRPO run, recorded: the trunk from its seed, every fork from its snapshot.
-    from openenv_mcp.recording import iter_recordings
+    from openenv_mcp.data.recording import iter_recordings
 
     recordings = list(iter_recordings(tmp_path, observations=False))
     forks = [r for r in recordings if r.start["from_snapshot"]]

@@ -98,6 +98,7 @@ PUBLIC = {
         "space_to_json",
         "value_schema",
     ],
+    "openenv_mcp.authoring.testing": ["CheckReport", "EnvCheckError", "check_env", "values_equal"],
     "openenv_mcp.testing": ["CheckReport", "EnvCheckError", "check_env", "values_equal"],
     "openenv_mcp.options": [
         "cli_args",
@@ -136,6 +137,19 @@ PUBLIC = {
         "load_rewards",
         "reward",
         "trajectory_reward",
+    ],
+    "openenv_mcp.data.recording": [
+        "FORMAT",
+        "EpisodeRecorder",
+        "RecordedStep",
+        "Recording",
+        "ReplayReport",
+        "check_writable",
+        "iter_recordings",
+        "read_recording",
+        "replay",
+        "versions",
+        "write_video",
     ],
     "openenv_mcp.recording": [
         "FORMAT",

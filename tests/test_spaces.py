@@ -18,6 +18,7 @@ from gymnasium import spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openenv_mcp.authoring.testing import values_equal
 from openenv_mcp.errors import ArgumentError, InvalidAction
 from openenv_mcp.spaces import (
     AnyText,
@@ -29,7 +30,6 @@ from openenv_mcp.spaces import (
     space_to_json,
     value_schema,
 )
-from openenv_mcp.testing import values_equal
 
 SPACES: list[spaces.Space[Any]] = [
     spaces.Discrete(4, start=2),

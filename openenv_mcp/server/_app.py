@@ -17,10 +17,10 @@ from fastmcp import FastMCP
 from pydantic import BaseModel
 
 from openenv_mcp._version import __version__
+from openenv_mcp.data.recording import check_writable, finish_videos
 from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError, RecordingFailed
 from openenv_mcp.pipeline import PipelineOptions
-from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
 from openenv_mcp.server._catalog import build_tools
 from openenv_mcp.server._direct import DirectCalls

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from openenv_mcp.client import MCPGymEnv
-from openenv_mcp.recording import iter_recordings
+from openenv_mcp.data.recording import iter_recordings
 from tests.servers import CLI, ROOT, http_server, memory_server
 
 #: Long enough for a loaded CI machine to start Python and a server; a hang is forever.

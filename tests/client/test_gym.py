@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from openenv_mcp.authoring.testing import values_equal
 from openenv_mcp.client import MCPEnvClient, MCPGymEnv
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, InvalidAction, ResetNeeded
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import build_server
 from openenv_mcp.spaces import JsonSpace
-from openenv_mcp.testing import values_equal
 from tests import dict_env
 from tests.servers import (
     REQUIRED_OPTIONS,

@@ -66,7 +66,7 @@ def test_a_marked_block_runs_as_written(page: Path, code: str) -> None:
 
 @pytest.mark.integration  # check_env starts a worker process
 def test_the_authoring_example_passes_the_contract_checker(tmp_path: Path) -> None:
-    from openenv_mcp.testing import check_env
+    from openenv_mcp.authoring.testing import check_env
 
     ((_, code),) = blocks(CHECKS)
     module = tmp_path / "docs_coin.py"

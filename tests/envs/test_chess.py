@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from chess_env import BuiltinEngine, ChessConfig, ChessEnv, StockfishEngine, find_stockfish
 from chess_env._render import BOARD_PIXELS, draw_board
+from openenv_mcp.authoring.testing import check_env
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.codecs import png_from_b64
 from openenv_mcp.environment import contract_problems, parse_options
@@ -38,7 +39,6 @@ from openenv_mcp.errors import (
 from openenv_mcp.narration import narration_of
 from openenv_mcp.options import make_config
 from openenv_mcp.server import ServerSettings, build_server
-from openenv_mcp.testing import check_env
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import CLI, ROOT, ensure_installed, http_server, stdio_command
 from tests.test_independent_clients import call as inspector_call

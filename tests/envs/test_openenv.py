@@ -17,8 +17,8 @@ from fastmcp import Client
 
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.codecs import decode_raw
+from openenv_mcp.data.recording import replay
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.recording import replay
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests.servers import ROOT
 

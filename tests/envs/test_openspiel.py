@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from openenv_mcp.authoring.testing import check_env
 from openenv_mcp.cli import app
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.environment import contract_problems, parse_options
@@ -34,7 +35,6 @@ from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.spaces import NamedDiscrete
 from openenv_mcp.spec import EnvSpec
-from openenv_mcp.testing import check_env
 from openspiel_env import OpenSpielConfig, OpenSpielEnv, list_games, unsupported_games
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import CLI, ROOT, http_server

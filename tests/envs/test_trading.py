@@ -21,6 +21,7 @@ from fastmcp import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openenv_mcp.authoring.testing import check_env
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.codecs import encode_raw, png_from_b64
 from openenv_mcp.environment import contract_problems, parse_options
@@ -28,7 +29,6 @@ from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded, Unsupp
 from openenv_mcp.narration import narration_of
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.spec import EnvSpec, model_properties
-from openenv_mcp.testing import check_env
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, json_values, run_case
 from tests.servers import ROOT, http_server, stdio_command
 from tests.test_independent_clients import call as inspector_call

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from openenv_mcp.data.recording import read_recording
 from openenv_mcp.pipeline import EpisodePipeline, PipelineOptions
-from openenv_mcp.recording import read_recording
 from tests.faulty_env import FaultyConfig, FaultyEnv
 
 

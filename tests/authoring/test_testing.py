@@ -1,4 +1,4 @@
-"""``openenv_mcp.testing.check_env``: the author's contract check passes for every bundled
+"""``openenv_mcp.authoring.testing.check_env``: the author's contract check passes for every bundled
 environment and names what a broken one gets wrong."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict
 from atari_env import AtariEnv
 from echo_env import EchoEnv
 from gymnasium_env import GymnasiumEnv
+from openenv_mcp.authoring.testing import CheckReport, EnvCheckError, check_env, values_equal
 from openenv_mcp.environment import Environment, StepResult
-from openenv_mcp.testing import CheckReport, EnvCheckError, check_env, values_equal
 from tests import dict_env, door_env
 
 CASES: list[tuple[type[Environment[Any]], dict[str, Any]]] = [

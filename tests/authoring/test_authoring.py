@@ -29,19 +29,19 @@ from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
 from openenv_mcp import Environment, Serving, StepResult
-from openenv_mcp.check import run_checks
+from openenv_mcp.authoring.check import run_checks
+from openenv_mcp.authoring.manifest import FORMAT, build_manifest, manifest_schema
+from openenv_mcp.authoring.scaffold import KINDS, dockerfile, init_package
+from openenv_mcp.authoring.testing import check_env
 from openenv_mcp.cli import app
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.manifest import FORMAT, build_manifest, manifest_schema
 from openenv_mcp.registry import get_env_class, register
-from openenv_mcp.scaffold import KINDS, dockerfile, init_package
-from openenv_mcp.testing import check_env
 from tests.figures import record_figure
 from tests.servers import CLI, REQUIRED_OPTIONS, ROOT, free_port, registered_envs, stop
 
 runner = CliRunner()
-SCHEMA_FILE = ROOT / "openenv_mcp" / "manifest.schema.json"
+SCHEMA_FILE = ROOT / "openenv_mcp" / "authoring" / "manifest.schema.json"
 
 
 # -- the manifest -----------------------------------------------------------------------------
@@ -50,7 +50,7 @@ SCHEMA_FILE = ROOT / "openenv_mcp" / "manifest.schema.json"
 def test_the_published_schema_is_the_models() -> None:
     published = json.loads(SCHEMA_FILE.read_text())
     assert published == manifest_schema(), (
-        "openenv_mcp/manifest.schema.json is stale: regenerate it from manifest_schema()"
+        "openenv_mcp/authoring/manifest.schema.json is stale: regenerate it from manifest_schema()"
     )
     jsonschema.Draft202012Validator.check_schema(published)
 
@@ -127,24 +127,29 @@ def test_a_manifest_refuses_what_it_cannot_hold() -> None:
 
 @pytest.mark.integration  # check starts a worker process
 def test_check_says_what_failed_and_how_to_fix_it() -> None:
-    lines = run_checks("tests.test_authoring:OutOfRange", [], stdio=False)
+    lines = run_checks("tests.authoring.test_authoring:OutOfRange", [], stdio=False)
     failed = {line.name: line.detail for line in lines if not line.ok}
     assert set(failed) == {"reward range and offline"}, failed
     detail = failed["reward range and offline"]
     assert "outside the declared reward_range (0, 1)" in detail
     assert "widen serving.reward_range, or fix the reward" in detail
-    bad = {line.name: line.detail for line in run_checks("tests.test_authoring:NamedWrong", [])}
+    bad = {
+        line.name: line.detail
+        for line in run_checks("tests.authoring.test_authoring:NamedWrong", [])
+    }
     assert "name: String should match pattern" in bad["manifest"]
     assert "Set these class attributes" in bad["manifest"]
-    register("misnamed", "tests.test_authoring:OutOfRange")
+    register("misnamed", "tests.authoring.test_authoring:OutOfRange")
     (loads,) = run_checks("misnamed", [], stdio=False)
     assert not loads.ok and "whose name is 'out_of_range'" in loads.detail
     missing = run_checks("no_such_env", [])
     assert not missing[0].ok and "no environment named 'no_such_env'" in missing[0].detail
-    result = runner.invoke(app, ["check", "tests.test_authoring:OutOfRange", "--no-stdio"])
+    result = runner.invoke(
+        app, ["check", "tests.authoring.test_authoring:OutOfRange", "--no-stdio"]
+    )
     assert result.exit_code == 1
     assert "FAILED reward range" in result.output and "1 failed" in result.output
-    online = run_checks("tests.test_authoring:CallsHome", [], stdio=False)
+    online = run_checks("tests.authoring.test_authoring:CallsHome", [], stdio=False)
     (failed_line,) = [line for line in online if not line.ok]
     assert "declares offline = True but connected to" in failed_line.detail
 

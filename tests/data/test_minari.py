@@ -21,10 +21,10 @@ import pytest
 from gymnasium.envs.registration import EnvSpec
 
 from openenv_mcp.client import MCPEnvClient, MCPGymEnv
+from openenv_mcp.data.export import export_minari
+from openenv_mcp.data.recording import iter_recordings
 from openenv_mcp.errors import DependencyNotInstalled
-from openenv_mcp.export import export_minari
 from openenv_mcp.options import cli_args, make_config, parse_cli_options
-from openenv_mcp.recording import iter_recordings
 from openenv_mcp.registry import env_names, get_env_class
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests.servers import REQUIRED_OPTIONS
@@ -36,7 +36,7 @@ ABOUT = {
     "author": "openenv-mcp tests",
     "author_email": "tests@example.invalid",
     "code_permalink": "https://example.invalid/openenv-mcp",
-    "description": "collected by tests/test_minari.py",
+    "description": "collected by tests/data/test_minari.py",
 }
 
 #: The issue's bound for 600 Pong steps (they took 64.7 MB before compression).

@@ -15,7 +15,7 @@ instead. Episodes with no step are left out; every one left out is counted.
 A Minari dataset carries an env spec, so ``dataset.recover_environment()`` (and
 ``eval_env=True``) makes a working :class:`~openenv_mcp.client.MCPGymEnv`: it starts
 its own server over stdio with ``openenv-mcp serve ENV`` and the recorded config and
-rewards (see :mod:`openenv_mcp._minari`). Frames are stored losslessly and compressed.
+rewards (see :mod:`openenv_mcp.data._minari`). Frames are stored losslessly and compressed.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import orjson
 from gymnasium import spaces as gym_spaces
 
 from openenv_mcp.codecs import to_jsonable
+from openenv_mcp.data.recording import Recording, iter_recordings, read_recording
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.recording import Recording, iter_recordings, read_recording
 from openenv_mcp.spaces import encode, is_array_space
 
 __all__ = ["ExportReport", "export_jsonl", "export_minari", "select"]
@@ -160,7 +160,7 @@ def export_minari(
         DependencyNotInstalled: without the ``minari`` package (``openenv-mcp[data]``).
         ArgumentError: no episode to export, or spaces Minari cannot hold.
     """
-    from openenv_mcp import _minari
+    from openenv_mcp.data import _minari
 
     minari = _minari.require()
     from minari.data_collector.episode_buffer import EpisodeBuffer

@@ -6,9 +6,9 @@ It checks, in order, and says how to fix what fails:
 1. **loads**: the name (an entry point, or ``module:Class``) imports to an
    :class:`~openenv_mcp.environment.Environment`, and a registered name is the
    class's own ``name`` (else ``serve NAME`` and the manifest disagree);
-2. **manifest**: the derived manifest (:mod:`openenv_mcp.manifest`) holds and
+2. **manifest**: the derived manifest (:mod:`openenv_mcp.authoring.manifest`) holds and
    validates against the published JSON Schema;
-3. **the contract** (:func:`openenv_mcp.testing.check_env`): declarations,
+3. **the contract** (:func:`openenv_mcp.authoring.testing.check_env`): declarations,
    spaces that travel, observations in their space, seeded determinism,
    snapshots, a worker process, an MCP round trip in memory;
 4. **reward range and offline**: a seeded rollout, with the network blocked, keeps
@@ -109,7 +109,7 @@ def _manifest(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
     import jsonschema
     from pydantic import ValidationError
 
-    from openenv_mcp.manifest import FORMAT, build_manifest, manifest_schema
+    from openenv_mcp.authoring.manifest import FORMAT, build_manifest, manifest_schema
     from openenv_mcp.options import make_config
 
     try:
@@ -141,7 +141,7 @@ def _num(value: float | None) -> str:
 
 
 def _contract(run: _Run, env_cls: type[Environment[Any]], options: dict[str, Any]) -> None:
-    from openenv_mcp.testing import check_env
+    from openenv_mcp.authoring.testing import check_env
 
     report = check_env(env_cls, raise_on_failure=False, **options)
     for passed in report.passed:

@@ -1,6 +1,6 @@
 """Every episode recorded (serve --record): what a file holds, how it ends, how it reads
 back, replays and exports. In memory, with the echo env; Atari, SIGKILL, the CLI and the
-real Minari package are in tests/test_episodes_as_data.py."""
+real Minari package are in tests/data/test_episodes_as_data.py."""
 
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ import pytest
 from fastmcp import Client
 
 from openenv_mcp.client import MCPEnvClient
-from openenv_mcp.errors import ArgumentError, RecordingFailed, ResetNeeded
-from openenv_mcp.export import export_jsonl
-from openenv_mcp.recording import (
+from openenv_mcp.data.export import export_jsonl
+from openenv_mcp.data.recording import (
     finish_videos,
     iter_frames,
     iter_recordings,
     read_recording,
     replay,
 )
+from openenv_mcp.errors import ArgumentError, RecordingFailed, ResetNeeded
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests.servers import CLI, ROOT, free_port, http_server
 

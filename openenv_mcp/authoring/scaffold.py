@@ -1,7 +1,7 @@
 """``openenv-mcp init`` and ``openenv-mcp dockerfile``: a new environment package that
 works first time, and a container file generated from an environment's manifest.
 
-``init NAME`` writes an installable package (``openenv_mcp/templates/``): a
+``init NAME`` writes an installable package (``openenv_mcp/authoring/templates/``): a
 pyproject registering the env under the ``openenv_mcp.envs`` entry point, one
 env class on the contract with a worked example of each part, a README, tests
 (the contract checker and a game through MCP) and a Dockerfile. The Dockerfile
@@ -18,8 +18,8 @@ from pathlib import Path
 from string import Template
 from typing import Literal
 
+from openenv_mcp.authoring.manifest import FORMAT, Manifest
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.manifest import FORMAT, Manifest
 from openenv_mcp.registry import env_extra
 
 __all__ = ["KINDS", "Kind", "dockerfile", "init_package"]
@@ -43,7 +43,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 def _template(name: str) -> Template:
-    text = resources.files("openenv_mcp").joinpath("templates", name).read_text()
+    text = resources.files("openenv_mcp.authoring").joinpath("templates", name).read_text()
     return Template(text)
 
 
@@ -114,7 +114,7 @@ def _manifest_of(root: Path, name: str, class_name: str) -> Manifest:
     import importlib.util
     import sys
 
-    from openenv_mcp.manifest import build_manifest
+    from openenv_mcp.authoring.manifest import build_manifest
 
     spec = importlib.util.spec_from_file_location(
         f"{name}.env", root / name / "env.py", submodule_search_locations=None

@@ -1,7 +1,7 @@
 """The manifest: what a registry or a deployer needs to know about an environment.
 
 One versioned format (:data:`FORMAT`), one dialect, JSON, with a published JSON
-Schema (``openenv_mcp/manifest.schema.json``, the :class:`Manifest` model's own).
+Schema (``openenv_mcp/authoring/manifest.schema.json``, the :class:`Manifest` model's own).
 It is *derived*, never written by hand: the static facts come from the class and
 an instance of it (name, spaces, actions, frames, options), the deployment facts
 from what the class declares (its ``serving``: reward range, resources, offline), and
@@ -190,7 +190,7 @@ def build_manifest(env_cls: type[Environment[Any]], config: BaseModel | None = N
 
 
 def manifest_schema() -> dict[str, Any]:
-    """The manifest's JSON Schema (what ``openenv_mcp/manifest.schema.json`` holds)."""
+    """The manifest's JSON Schema (what ``openenv_mcp/authoring/manifest.schema.json`` holds)."""
     schema = Manifest.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://openenv-mcp.dev/schemas/manifest-1.json"
