@@ -5,7 +5,9 @@ and open a token-protected server. Any console error fails a test (conftest)."""
 
 from __future__ import annotations
 
+import json
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,12 @@ def wait_step(page: Any, at_least: int, where: str = "#stat-step") -> None:
         arg=[where, at_least],
         timeout=30_000,
     )
+
+
+def watch_ids(base: str) -> set[str]:
+    """The ids of the episodes the server's page lists now."""
+    with urllib.request.urlopen(f"{base}/web/api/episodes", timeout=30) as reply:
+        return {row["watch_id"] for row in json.load(reply)["episodes"]}
 
 
 def canvas_pixels(page: Any) -> dict[str, Any]:
@@ -116,13 +124,17 @@ def test_each_tab_has_its_own_episode(pages: Pages, breakout: tuple[str, str]) -
 def test_watch_an_mcp_env_client_rollout_live(pages: Pages, breakout: tuple[str, str]) -> None:
     url, base = breakout
     page = pages.open(f"{base}/web/?realtime=0")
+    # Other tests' episodes live on this server too (one stops at step 11 when its page
+    # leaves real time): the row to watch is the one that appears with this client's.
+    before = watch_ids(base)
     with MCPEnvClient(url).sync() as env:
         env.reset(seed=1)
         env.step("FIRE")
         for _ in range(10):
             env.step("RIGHT")
+        (mine,) = watch_ids(base) - before
         page.click("#tabs button[data-tab='watch']")
-        row = "#episodes tbody tr:has(td:nth-child(3):text-is('11'))"
+        row = f"#episodes tbody tr[data-watch='{mine}']:has(td:nth-child(3):text-is('11'))"
         page.wait_for_selector(row, timeout=30_000)
         page.click(row)
         page.wait_for_function("() => document.getElementById('watch-frame').naturalWidth === 160")
