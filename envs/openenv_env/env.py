@@ -166,7 +166,7 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
     )
     Config: ClassVar[type[BaseModel]] = OpenEnvConfig
     # A running server is on the network; a rubric's scores are the reward breakdown.
-    serving: ClassVar[Serving] = Serving(offline=False, rewards=(RubricBreakdown(),))
+    serving = Serving(offline=False, rewards=(RubricBreakdown(),))
     narration: ClassVar[type[Any] | None] = OpenEnvNarration
 
     def __init__(self, config: OpenEnvConfig) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
+from openenv_mcp.client._gym import RENDER_FPS, split_reset_options
 from openenv_mcp.client._loop import EventLoopThread
 from openenv_mcp.client._session import Episode, Session, Target, Transition
 from openenv_mcp.errors import (
@@ -53,10 +53,12 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
       ``infos["final_info"]``.
     * ``DISABLED``: nothing resets itself; call ``reset(options={"reset_mask": mask})``.
 
-    Seeds follow Gymnasium: ``reset(seed=s)`` seeds episode ``i`` with ``s + i``,
-    and later resets (autoresets included) draw their seeds from that, so a
-    seeded run repeats exactly. ``reset(options={"from_snapshot": handle})``
-    starts every (masked) episode from one snapshot: a GRPO group.
+    Seeds follow Gymnasium exactly: ``reset(seed=s)`` seeds episode ``i`` with ``s + i``
+    (a list gives each its own; any non-negative integers); later resets without a
+    seed, autoresets included, continue each episode's own random stream on its
+    server, so the same seeds and actions give what ``gymnasium.make_vec`` gives.
+    ``reset(options={"from_snapshot": handle})`` starts every (masked) episode from one
+    snapshot: a GRPO group.
 
     Args:
         target: one server (a FastMCP server, a command, or a URL).
@@ -72,7 +74,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             autoreset starts a new one on a live replica; ``"replay"`` rebuilds it on a
             live replica from its seed and actions (exactly: seeds take effect), then
             takes the step, with ``infos["episode_recovered"]``. Episodes started from
-            a snapshot cannot be replayed and are reset.
+            a snapshot cannot be replayed and are reset. To be replayable, every reset
+            then sends a seed: a reset without one draws it from a generator seeded by
+            the last seed given (so a run still repeats, but differs from Gymnasium's).
         **client_options: passed to each :class:`Session` (``frames``, ``timeout``...).
     """
 
@@ -137,7 +141,8 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             self.close()
             raise ArgumentError(f"render_mode {render_mode!r} is not available for {first.env}")
         self.render_mode = render_mode
-        self._seeds = [SeedChain() for _ in range(count)]
+        #: With recover="replay": where each episode's unseeded resets draw a seed from.
+        self._replay_rngs: list[np.random.Generator | None] = [None] * count
         #: Each episode's seed, options and actions since its reset (recover="replay"),
         #: or ``None`` where it cannot be replayed (started from a snapshot).
         self._replay_logs: list[_ReplayLog | None] = [None] * count
@@ -297,12 +302,18 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         return dict(zip(indices, done, strict=True))
 
     def _next_seed(self, i: int, seed: int | None) -> int | None:
-        """Episode ``i``'s next seed (Gymnasium's rule); with ``recover="replay"`` always
-        one, so a lost episode can be rebuilt exactly."""
-        seed = self._seeds[i].next(seed)
-        if seed is None and self.recover == "replay":
-            seed = int(np.random.default_rng().integers(2**31))
-        return seed
+        """Episode ``i``'s next seed: as given (Gymnasium's rule: ``None`` continues the
+        episode's stream); with ``recover="replay"`` always one, so a lost episode can
+        be rebuilt exactly."""
+        if self.recover != "replay":
+            return seed
+        if seed is not None:
+            self._replay_rngs[i] = np.random.default_rng(seed)
+            return seed
+        rng = self._replay_rngs[i]
+        if rng is None:
+            rng = self._replay_rngs[i] = np.random.default_rng()
+        return int(rng.integers(2**63))
 
     async def _step_all(self, actions: list[Any]) -> dict[int, Transition]:
         autoreset = [i for i in range(self.num_envs) if self._autoreset[i]]
