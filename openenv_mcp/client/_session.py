@@ -778,7 +778,7 @@ class Episode:
         args: dict[str, Any] = {"frames": self.session.wire_frames()}
         if seed is not None:
             try:
-                args["seed"] = operator.index(seed)
+                args["seed"] = int(operator.index(seed))  # numpy integers and bools too
             except TypeError:
                 raise ArgumentError(
                     f"seed must be a non-negative integer, got {type(seed).__name__} {seed!r:.60}"
