@@ -252,7 +252,10 @@ class AtariConfig(BaseModel):
     def _preprocessing(self) -> AtariConfig:
         given = self.model_fields_set
         if not self.preprocess:
-            alone = [f for f in _PREPROCESS_ONLY if f in given]
+            # Set to other than their defaults: a config dumped whole (a recording's, a
+            # dataset's) names every field and still means no preprocessing.
+            fields = type(self).model_fields
+            alone = [f for f in _PREPROCESS_ONLY if getattr(self, f) != fields[f].default]
             if alone:
                 raise ValueError(f"{', '.join(alone)} only apply with preprocess=True")
             return self
