@@ -218,11 +218,11 @@ async def reset_close_cycles(
 @pytest.mark.parametrize(
     ("env", "options", "action", "warmup", "cycles", "bound_kb"),
     [
-        # An episode object kept per cycle (about 2 KB) would add 20 MB here.
-        pytest.param("echo", [], "x", 500, 10_000, 4096, id="echo-10000"),
-        # An emulator kept per cycle (about 700 KB) would add 70 MB here. Creating an
-        # Atari episode costs about 0.1 s (ALE loads the ROM), so 100 cycles, not 1000.
-        pytest.param("atari", ["--game", "pong"], 0, 10, 100, 16384, id="atari-100"),
+        # An episode object kept per cycle (about 2 KB) would add 10 MB here.
+        pytest.param("echo", [], "x", 500, 5_000, 4096, id="echo-5000"),
+        # An emulator kept per cycle (about 700 KB) would add 42 MB here. Creating an
+        # Atari episode costs about 0.1 s (ALE loads the ROM), so 60 cycles, not 1000.
+        pytest.param("atari", ["--game", "pong"], 0, 10, 60, 16384, id="atari-60"),
     ],
 )
 async def test_rss_stays_flat_over_reset_close_cycles(
