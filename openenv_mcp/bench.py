@@ -119,6 +119,8 @@ class BenchConfig:
         record: the MCP side's server records every episode into this directory
             (``serve --record``): the figures then include recording.
         replicas: with ``transport="ray"``, how many server replicas.
+        servers: with ``--vs``, how many server processes the MCP side's episodes are
+            spread over (``MCPVectorEnv(targets=[command] * servers)``).
     """
 
     env: str
@@ -135,6 +137,7 @@ class BenchConfig:
     #: Record every MCP-side episode (``serve --record``) into this directory.
     record: str | None = None
     replicas: int = 1
+    servers: int = 1
 
     def check(self) -> None:
         """Raise :class:`ArgumentError` for a value out of range."""
@@ -154,6 +157,8 @@ class BenchConfig:
             raise ArgumentError(
                 f"transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}"
             )
+        if self.servers < 1:
+            raise ArgumentError(f"--servers must be at least 1, got {self.servers}")
         if self.replicas < 1 or (self.replicas > 1 and self.transport != "ray"):
             raise ArgumentError(
                 f"--replicas {self.replicas}: replicas are for --transport ray (1 or more)"

@@ -642,6 +642,20 @@ def bench(
         str | None,
         typer.Option(help="The MCP side's server records every episode here (serve --record)."),
     ] = None,
+    vs: Annotated[
+        Literal["gymnasium-async", "gymnasium-sync", "envpool", "sb3-ppo"] | None,
+        typer.Option(
+            help="Instead: against what a trainer would run without MCP: MCPVectorEnv "
+            "(--batch N) vs gymnasium.make_vec async/sync or EnvPool, or SB3 PPO (--steps "
+            "of training, --batch envs) through MCPGymEnv vs gymnasium.make."
+        ),
+    ] = None,
+    servers: Annotated[
+        int,
+        typer.Option(
+            min=1, help="With --vs: the MCP side's episodes spread over this many servers."
+        ),
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
@@ -660,6 +674,7 @@ def bench(
         run_live,
         run_startup,
     )
+    from openenv_mcp.bench_vs import VersusResult, run_versus
 
     _load(env)
     if env == "openenv" and not ctx.args:
@@ -687,14 +702,17 @@ def bench(
         seed=seed,
         record=record,
         replicas=replicas,
+        servers=servers,
     )
 
     def progress(message: str) -> None:
         typer.echo(message, err=True)
 
     try:
-        result: BenchResult | LiveResult | StartupResult
-        if startup:
+        result: BenchResult | LiveResult | StartupResult | VersusResult
+        if vs is not None:
+            result = run_versus(config, vs, progress)
+        elif startup:
             result = run_startup(config, progress)
         elif live_episodes:
             result = run_live(config, live_episodes, progress)

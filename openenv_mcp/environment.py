@@ -48,7 +48,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from openenv_mcp.errors import InvalidAction, UnsupportedOption, did_you_mean
+from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
 from openenv_mcp.options import format_validation_error
 from openenv_mcp.spaces import decode, space_to_json, value_schema
 
@@ -343,8 +343,10 @@ class Environment(ABC, Generic[ConfigT]):
     Options: type[BaseModel] | None = None
     #: The fields of ``info``, documented for clients (the tools' ``outputSchema``).
     Info: ClassVar[type[BaseModel] | None] = None
-    #: How it may be served (:class:`Serving`).
-    serving: ClassVar[Serving] = Serving()
+    #: How it may be served (:class:`Serving`). An instance whose hints depend on its
+    #: config sets its own in ``__init__`` (the gymnasium env serves classic-control
+    #: tasks inline): the server reads the instance's.
+    serving: Serving = Serving()
     #: What a model reads of it (:class:`openenv_mcp.narration.Narration`); ``None``
     #: for the defaults (its name, its description, no events).
     narration: ClassVar[type[Any] | None] = None
@@ -359,6 +361,15 @@ class Environment(ABC, Generic[ConfigT]):
     render_mode: str | None = None
     #: Whether the observation is the RGB frame itself, so a client may take it from the PNG.
     frame_is_observation: bool = False
+    #: The env's own random generator, where it has one (Gymnasium's ``Env.np_random``):
+    #: seeded by ``reset(seed=...)``, continued by a reset without one. Clients mirror it
+    #: (:mod:`openenv_mcp._rng`), so wrappers that draw from ``env.unwrapped.np_random``
+    #: (no-op starts) draw what they would in one process. ``None``: nothing to mirror.
+    np_random: np.random.Generator | None = None
+    #: Arrays a client may ask for beside the observation (``extras=[...]`` on reset, step
+    #: and state), read by :meth:`extra`: an Atari env's screens and RAM, what ALE
+    #: wrappers read of the emulator.
+    extra_names: tuple[str, ...] = ()
 
     def __init__(self, config: ConfigT) -> None:
         self.config: ConfigT = config
@@ -448,6 +459,18 @@ class Environment(ABC, Generic[ConfigT]):
                 why. Default: anything goes.
         """
         return None
+
+    def extra(self, name: str) -> np.ndarray:
+        """The current value of extra ``name`` (one of :attr:`extra_names`), a fresh array.
+
+        Raises:
+            ArgumentError: ``name`` is not one of :attr:`extra_names`.
+        """
+        listed = ", ".join(self.extra_names) or "none"
+        raise ArgumentError(
+            f"{self.name} has no extra {name!r}.{did_you_mean(name, self.extra_names)} "
+            f"Extras: {listed}"
+        )
 
 
 def supports_snapshots(env: Environment[Any] | type[Environment[Any]]) -> bool:

@@ -95,6 +95,8 @@ class EnvSpec:
         serving: the env's serving hints.
         metadata: static facts the env publishes.
         tools: the env's own tools (static ones run on the instance the spec was made of).
+        extras: the arrays a call may ask for beside the observation (``extra_names``).
+        np_random: whether the env has a random generator that clients mirror.
     """
 
     name: str
@@ -116,6 +118,8 @@ class EnvSpec:
     serving: Serving
     metadata: dict[str, Any]
     tools: tuple[EnvTool, ...]
+    extras: tuple[str, ...] = ()
+    np_random: bool = False
 
     @classmethod
     def of(cls, env: Environment[Any]) -> EnvSpec:
@@ -139,9 +143,11 @@ class EnvSpec:
             has_frame=has_frame(env),
             frame_is_observation=env.frame_is_observation,
             supports_snapshots=supports_snapshots(env_cls),
-            serving=env_cls.serving,
+            serving=env.serving,
             metadata=env.metadata(),
             tools=tuple(env.tools()),
+            extras=tuple(env.extra_names),
+            np_random=env.np_random is not None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -161,4 +167,5 @@ class EnvSpec:
             "frame_is_observation": self.frame_is_observation,
             "reset_options": self.options,
             "supports_snapshots": self.supports_snapshots,
+            "extras": list(self.extras),
         }

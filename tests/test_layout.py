@@ -30,6 +30,7 @@ ELSEWHERE: dict[str, list[str]] = {
     "registry.py": ["test_cli.py", "authoring/test_authoring.py"],
     "spec.py": ["test_public_api.py", "server/test_protocol.py", "envs/test_trading.py"],
     "transports.py": ["server/test_protocol.py", "test_bench.py"],
+    "client/_ale.py": ["client/test_atari_wrappers.py"],
     "client/_client.py": ["client/test_session.py"],
     "client/_loop.py": ["client/test_exit.py", "client/test_sync.py"],
     "client/_spec.py": ["client/test_session.py", "client/test_gym.py"],

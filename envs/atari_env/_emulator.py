@@ -11,6 +11,8 @@ emulator, without depending on Gymnasium or on any openenv-mcp code:
   ``gymnasium.make("ALE/<Game>-v5").reset(seed=s)``, in any process;
 * frame skipping repeats the action ``frameskip`` times through
   ``ALEInterface.act`` and sums the rewards, exactly like ``AtariEnv.step``;
+* :attr:`AtariEmulator.np_random` is seeded as ``AtariEnv.np_random`` is (the other
+  word ``seed_game`` draws), so wrappers drawing no-op starts from it draw the same;
 * snapshots (:meth:`AtariEmulator.clone_state`) carry the full emulator state
   including the RNG, plus the bits ALE keeps outside ``ALEState`` (see
   :meth:`AtariEmulator.restore_state`), so restored emulators replay exactly.
@@ -30,12 +32,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal, NamedTuple, TypeAlias
+from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 from ale_py import Action, ALEInterface, ALEState, LoggerMode, roms
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "V5_MAX_NUM_FRAMES_PER_EPISODE",
@@ -213,10 +215,60 @@ class AtariConfig(BaseModel):
         ),
     )
 
+    preprocess: bool = Field(
+        default=False,
+        description=(
+            "Preprocess on the server, as Gymnasium's AtariPreprocessing does over an "
+            "emulator stepping one frame at a time: no-op starts, frameskip frames per step "
+            "with the max of the last two, grayscale (unless obs_type is given as rgb), "
+            "resized to screen_size (OpenCV's INTER_AREA): small observations for trainers."
+        ),
+    )
+    screen_size: int = Field(
+        default=84, ge=1, description="With preprocess: the square observation's side."
+    )
+    noop_max: int = Field(
+        default=30,
+        ge=0,
+        description="With preprocess: each reset plays 1..noop_max NOOPs (drawn from the "
+        "seeded np_random); 0 plays none.",
+    )
+    terminal_on_life_loss: bool = Field(
+        default=False, description="With preprocess: a lost life ends the episode (terminated)."
+    )
+    frame_stack: int = Field(
+        default=1,
+        ge=1,
+        description="With preprocess: stack the last N observations (Gymnasium's "
+        "FrameStackObservation, padded with the reset's): shape (N, size, size).",
+    )
+
     @field_validator("game")
     @classmethod
     def _known_game(cls, value: str) -> str:
         return normalise_game(value)
+
+    @model_validator(mode="after")
+    def _preprocessing(self) -> AtariConfig:
+        given = self.model_fields_set
+        if not self.preprocess:
+            # Set to other than their defaults: a config dumped whole (a recording's, a
+            # dataset's) names every field and still means no preprocessing.
+            fields = type(self).model_fields
+            alone = [f for f in _PREPROCESS_ONLY if getattr(self, f) != fields[f].default]
+            if alone:
+                raise ValueError(f"{', '.join(alone)} only apply with preprocess=True")
+            return self
+        if self.obs_type == "ram":
+            raise ValueError("preprocess makes observations of the screen: obs_type 'ram' cannot")
+        if "obs_type" not in given:
+            # AtariPreprocessing's default is grayscale (grayscale_obs=True).
+            self.obs_type = "grayscale"
+        return self
+
+
+#: Options that mean something only with ``preprocess``.
+_PREPROCESS_ONLY: Final = ("screen_size", "noop_max", "terminal_on_life_loss", "frame_stack")
 
 
 # ------------------------------------------------------------------ value types
@@ -258,6 +310,8 @@ class AtariSnapshot:
     episode_return: float
     terminated: bool
     truncated: bool
+    np_random_state: dict[str, Any] | None = None
+    """The state of :attr:`AtariEmulator.np_random` (``bit_generator.state``)."""
 
     @property
     def ale_state_bytes(self) -> int:
@@ -268,20 +322,23 @@ class AtariSnapshot:
 # ------------------------------------------------------------------- emulator
 
 
-def _derive_ale_seed(seed: int | None) -> int:
-    """ALE's ``random_seed`` for a user seed, exactly as ``AtariEnv.seed_game``.
+def _derive_seeds(seed: int | None) -> tuple[np.random.Generator, int]:
+    """The NumPy generator and ALE's ``random_seed`` for a user seed, exactly as
+    ``AtariEnv.seed_game`` makes them.
 
-    ``seed_game`` draws two words from ``SeedSequence(seed)`` (one for NumPy, used
-    only by stochastic frameskip, and one for ALE) and passes the second to
-    ``setInt`` as an int32. ``None`` draws fresh OS entropy.
+    ``seed_game`` draws two words from ``SeedSequence(seed)``: the first seeds
+    ``np_random`` (through ``gymnasium.utils.seeding.np_random``, which is
+    ``Generator(PCG64(SeedSequence(word)))``), the second goes to ``setInt`` as an
+    int32. Any non-negative integer works, however large; ``None`` draws fresh OS entropy.
     """
-    _np_word, ale_word = np.random.SeedSequence(seed).generate_state(n_words=2)
+    np_word, ale_word = np.random.SeedSequence(seed).generate_state(n_words=2)
+    generator = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(np_word))))
     ale_seed = int(np.int32(ale_word))  # wraps like the reference: ALE reads it as uint32
     # -1 would make ALE seed itself from time(NULL) (whole seconds), silently
     # breaking reproducibility; -2 wraps to a different, fixed uint32 seed. This
     # deviates from ALE/<Game>-v5 for 1 in 2**32 seeds, where v5 is not
     # reproducible anyway.
-    return -2 if ale_seed == -1 else ale_seed
+    return generator, -2 if ale_seed == -1 else ale_seed
 
 
 def _sticky_prime_frames(repeat_action_probability: float) -> int:
@@ -344,6 +401,9 @@ class AtariEmulator:
         self._episode_return = 0.0
         self._terminated = False
         self._truncated = False
+        #: NumPy's generator, as ``AtariEnv.np_random`` (seeded by :meth:`reset`); the
+        #: emulator itself never draws from it, wrappers do (no-op starts).
+        self.np_random: np.random.Generator = np.random.default_rng()
 
         self._seed_and_load(None)  # fresh entropy, like AtariEnv.__init__
         self._available_modes: tuple[int, ...] = tuple(ale.getAvailableModes())
@@ -550,16 +610,38 @@ class AtariEmulator:
         if obs_type == "ram":
             return self._live.getRAM()  # restoreState refreshes RAM, unlike the screen
         if obs_type == "grayscale":
-            if self._frame_override is not None:
-                return self._frame_override[1].copy()
-            return self._live.getScreenGrayscale()
+            return self.screen_grayscale()
         return self.screen_rgb()
 
-    def screen_rgb(self) -> UInt8Array:
-        """The current screen as (H, W, 3) uint8 RGB, whatever ``obs_type`` is."""
+    def screen_rgb(self, out: UInt8Array | None = None) -> UInt8Array:
+        """The current screen as (H, W, 3) uint8 RGB, whatever ``obs_type`` is (into
+        ``out`` where given, as ``ALEInterface.getScreenRGB`` writes)."""
         if self._frame_override is not None:
-            return self._frame_override[0].copy()
-        return self._live.getScreenRGB()
+            if out is None:
+                return self._frame_override[0].copy()
+            np.copyto(out, self._frame_override[0])
+            return out
+        if out is None:
+            return self._live.getScreenRGB()
+        self._live.getScreenRGB(out)
+        return out
+
+    def screen_grayscale(self, out: UInt8Array | None = None) -> UInt8Array:
+        """The current screen as (H, W) uint8 in ALE's grayscale, whatever ``obs_type`` is
+        (into ``out`` where given)."""
+        if self._frame_override is not None:
+            if out is None:
+                return self._frame_override[1].copy()
+            np.copyto(out, self._frame_override[1])
+            return out
+        if out is None:
+            return self._live.getScreenGrayscale()
+        self._live.getScreenGrayscale(out)
+        return out
+
+    def ram(self) -> UInt8Array:
+        """The console's 128 bytes of RAM."""
+        return self._live.getRAM()
 
     # ----------------------------------------------------------------- snapshots
 
@@ -588,6 +670,7 @@ class AtariEmulator:
             episode_return=self._episode_return,
             terminated=self._terminated,
             truncated=self._truncated,
+            np_random_state=dict(self.np_random.bit_generator.state),
         )
 
     def restore_state(self, snapshot: AtariSnapshot) -> None:
@@ -621,6 +704,10 @@ class AtariEmulator:
         self._episode_step = snapshot.episode_step
         self._episode_return = snapshot.episode_return
         self._terminated, self._truncated = snapshot.terminated, snapshot.truncated
+        if snapshot.np_random_state is not None:
+            generator = np.random.Generator(np.random.PCG64())
+            generator.bit_generator.state = snapshot.np_random_state
+            self.np_random = generator
 
     # ------------------------------------------------------------------ lifetime
 
@@ -659,9 +746,10 @@ class AtariEmulator:
         return self._ale
 
     def _seed_and_load(self, seed: int | None) -> None:
-        """Seed ALE's RNG and (re)load the ROM, as AtariEnv.seed_game + load_game."""
+        """Seed ALE's RNG and NumPy's, and (re)load the ROM, as AtariEnv.seed_game + load_game."""
         ale = self._live
-        ale.setInt("random_seed", _derive_ale_seed(seed))
+        self.np_random, ale_seed = _derive_seeds(seed)
+        ale.setInt("random_seed", ale_seed)
         ale.loadROM(self._rom_path)  # reads random_seed; resets mode and difficulty
 
     def _apply_mode_and_difficulty(self) -> None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from atari_env._emulator import AtariConfig, AtariEmulator, AtariSnapshot, list_games
 from atari_env._games import GAMES, Game
 from atari_env._narration import AtariNarration
+from atari_env._preprocess import Preprocessing, PreprocessingSnapshot
 from openenv_mcp.environment import (
     Action,
     ActionSet,
@@ -21,6 +22,9 @@ from openenv_mcp.environment import (
     StepResult,
 )
 from openenv_mcp.errors import ArgumentError, UnsupportedOption
+
+#: What a client may ask for beside the observation (``extras``): what ALE wrappers read.
+EXTRAS = ("screen_rgb", "screen_grayscale", "ram")
 
 
 @functools.cache
@@ -72,8 +76,10 @@ class AtariEnv(Environment[AtariConfig]):
     """Any bundled Atari 2600 game with ``ALE/<Game>-v5`` semantics.
 
     Actions are the game's legal (minimal, or full) action set, by index or by
-    ALE name. The observation is the screen (rgb or grayscale) or the RAM; the
-    screen is also the frame, so every call can return it as a PNG image.
+    ALE name. The observation is the screen (rgb or grayscale) or the RAM, or with
+    ``preprocess`` the standard 84x84 (stacked) observation; the screen is also the
+    frame, so every call can return it as a PNG image. ``np_random`` and the screens
+    and RAM (``extras``) are served too: what Atari wrappers read.
     """
 
     name: ClassVar[str] = "atari"
@@ -87,11 +93,18 @@ class AtariEnv(Environment[AtariConfig]):
     # each live episode 0.76 MiB (bench --live-episodes).
     serving = Serving(inline=True, resources=Resources(cpu=1.0, memory_mib=512, episodes=512))
     narration = AtariNarration
+    extra_names = EXTRAS
 
     def __init__(self, config: AtariConfig) -> None:
         super().__init__(config)
+        #: With ``preprocess``: the wrapper's algorithm over the emulator (else ``None``).
+        self.preprocessing: Preprocessing | None = None
         try:
-            self.emu = AtariEmulator(config)
+            if config.preprocess:
+                self.preprocessing = Preprocessing(config)
+                self.emu = self.preprocessing.emu
+            else:
+                self.emu = AtariEmulator(config)
         except ValueError as exc:  # mode/difficulty the game lacks
             raise ArgumentError(str(exc)) from None
         #: What this game is and what its actions do in it, where that is known (and checked).
@@ -105,15 +118,38 @@ class AtariEnv(Environment[AtariConfig]):
         )
         self.action_set = self.actions
         self.action_space = spaces.Discrete(self.actions.n)
-        self.observation_space = _screen_space(self.emu.observation_shape)
+        shape = (
+            self.emu.observation_shape
+            if self.preprocessing is None
+            else self.preprocessing.observation_shape
+        )
+        self.observation_space = _screen_space(shape)
         self.render_mode = "rgb_array"
-        self.frame_is_observation = config.obs_type == "rgb"
+        self.frame_is_observation = config.obs_type == "rgb" and self.preprocessing is None
         emu = self.emu
         self.Options = _options(tuple(emu.available_modes), tuple(emu.available_difficulties))
 
+    @property  # type: ignore[override]
+    def np_random(self) -> np.random.Generator:
+        """The emulator's NumPy generator, seeded as ``ALE/<Game>-v5``'s ``np_random``."""
+        return self.emu.np_random
+
+    @np_random.setter
+    def np_random(self, generator: np.random.Generator) -> None:
+        self.emu.np_random = generator
+
+    def extra(self, name: str) -> np.ndarray:
+        if name == "screen_rgb":
+            return self.emu.screen_rgb()
+        if name == "screen_grayscale":
+            return self.emu.screen_grayscale()
+        if name == "ram":
+            return self.emu.ram()
+        return super().extra(name)
+
     def metadata(self) -> dict[str, Any]:
         return {
-            "config": self.emu.config.model_dump(mode="json"),
+            "config": self.config.model_dump(mode="json"),
             "game": self.emu.game,
             "actions": self.actions.to_json(),
             "available_modes": list(self.emu.available_modes),
@@ -136,13 +172,21 @@ class AtariEnv(Environment[AtariConfig]):
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         opts = options or {}
+        mode, difficulty = opts.get("mode"), opts.get("difficulty")
         try:
-            self.emu.reset(seed=seed, mode=opts.get("mode"), difficulty=opts.get("difficulty"))
+            if self.preprocessing is not None:
+                self.preprocessing.reset(seed, mode, difficulty)
+                return self.preprocessing.observation, self._info()
+            self.emu.reset(seed=seed, mode=mode, difficulty=difficulty)
         except ValueError as exc:
             raise UnsupportedOption(str(exc)) from None
         return self.emu.observation(), self._info()
 
     def step(self, action: Any) -> StepResult:
+        pre = self.preprocessing
+        if pre is not None:
+            reward, terminated, truncated = pre.step(int(action))
+            return StepResult(pre.observation, reward, terminated, truncated, self._info())
         reward, terminated, truncated = self.emu.step(int(action))
         return StepResult(self.emu.observation(), reward, terminated, truncated, self._info())
 
@@ -155,8 +199,13 @@ class AtariEnv(Environment[AtariConfig]):
     def close(self) -> None:
         self.emu.close()
 
-    def snapshot(self) -> AtariSnapshot:
+    def snapshot(self) -> AtariSnapshot | PreprocessingSnapshot:
+        if self.preprocessing is not None:
+            return self.preprocessing.snapshot()
         return self.emu.clone_state()
 
     def restore(self, snapshot: Any) -> None:
-        self.emu.restore_state(snapshot)
+        if self.preprocessing is not None:
+            self.preprocessing.restore(snapshot)
+        else:
+            self.emu.restore_state(snapshot)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import os
 import threading
@@ -60,6 +61,8 @@ _NAMESPACE_MODULES = {"ALE": "ale_py"}
 # not known to be thread-safe, and episodes render on worker threads.
 _RENDER_LOCK = threading.Lock()
 _PYGAME_ENVS = ("gymnasium.envs.toy_text", "gymnasium.envs.classic_control", "gymnasium.envs.box2d")
+# Envs whose every call is short and bounded (no I/O): served on the event loop.
+_INLINE_MODULES = ("gymnasium.envs.toy_text", "gymnasium.envs.classic_control", "ale_py.")
 
 
 def _json_or_string(raw: str) -> Any:
@@ -227,7 +230,14 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
         self.render_mode = "rgb_array" if self._frames else None
         self.Options = self._known.options
         self._observation: Any = None
+        #: The observation described in this call, and its words (a step's info and its
+        #: summary both want them); cleared by every call that changes the env.
+        self._described: tuple[Any, str] | None = None
         self._started = False
+        if type(unwrapped).__module__.startswith(_INLINE_MODULES):
+            # A thread hop per call costs more than these envs' whole step (CartPole:
+            # ~10 us): pure-Python classic-control and toy-text envs and ALE never block.
+            self.serving = dataclasses.replace(type(self).serving, inline=True)
 
     # -- description -------------------------------------------------------------------
 
@@ -245,6 +255,15 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
             if len(found) == n and len({f.upper() for f in found}) == n:
                 return ActionSet.from_names(found, start=int(space.start))
         return ActionSet.from_names([f"ACTION_{i}" for i in range(n)], start=int(space.start))
+
+    @property  # type: ignore[override]
+    def np_random(self) -> np.random.Generator:
+        """The wrapped env's own generator (``env.unwrapped.np_random``)."""
+        return self._env.unwrapped.np_random
+
+    @np_random.setter
+    def np_random(self, generator: np.random.Generator) -> None:
+        self._env.unwrapped.np_random = generator
 
     @property
     def gymnasium_env(self) -> gymnasium.Env[Any, Any]:
@@ -268,6 +287,14 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
 
     def describe(self, observation: Any) -> str:
         """The observation in words, as ``info["text"]`` carries it."""
+        described = self._described
+        if described is not None and described[0] is observation:
+            return described[1]
+        text = self._describe(observation)
+        self._described = (observation, text)
+        return text
+
+    def _describe(self, observation: Any) -> str:
         if self._known.describe is not None:
             try:
                 return self._known.describe(observation, self._env.unwrapped)
@@ -284,11 +311,13 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
+        self._described = None  # envs may reuse one observation array, changed in place
         observation, info = self._env.reset(seed=seed, options=options or None)
         self._observation, self._started = observation, True
         return observation, self._info(observation, info)
 
     def step(self, action: Any) -> StepResult:
+        self._described = None
         observation, reward, terminated, truncated, info = self._env.step(action)
         self._observation = observation
         return StepResult(
@@ -353,6 +382,7 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
         self.close()
         self._env = self._copy(env)
         self._observation, self._started = observation, started
+        self._described = None
 
 
 def _generic_text(space: spaces.Space[Any], observation: Any) -> str:

@@ -166,7 +166,7 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
     )
     Config: ClassVar[type[BaseModel]] = OpenEnvConfig
     # A running server is on the network; a rubric's scores are the reward breakdown.
-    serving: ClassVar[Serving] = Serving(offline=False, rewards=(RubricBreakdown(),))
+    serving = Serving(offline=False, rewards=(RubricBreakdown(),))
     narration: ClassVar[type[Any] | None] = OpenEnvNarration
 
     def __init__(self, config: OpenEnvConfig) -> None:
@@ -198,6 +198,8 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         )
         self.render_mode = "rgb_array" if framed else None
         self._last: Observed | None = None
+        #: Where resets without a seed draw theirs (see :meth:`reset`).
+        self._seeds: np.random.Generator | None = None
         self._frame: np.ndarray | None = None
 
     # -- the core contract ---------------------------------------------------------------
@@ -232,6 +234,13 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         """Reset: ``seed`` and ``options`` become the reset's keyword arguments (OpenEnv
         passes an environment only those its ``reset`` takes)."""
         kwargs = dict(options or {})
+        # Gymnasium's meaning of a reset without a seed is that the episode's stream goes
+        # on. An OpenEnv env takes a seed per reset or draws afresh, so the stream is
+        # this env's: a seeded reset seeds it, and later resets draw their seed from it.
+        if seed is not None:
+            self._seeds = np.random.default_rng(seed)
+        elif self._seeds is not None:
+            seed = int(self._seeds.integers(2**63))
         if seed is not None:
             kwargs["seed"] = seed
         observed = self._session.reset(kwargs)

@@ -10,6 +10,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
+from openenv_mcp._rng import generator_from_wire, rng_to_wire
+from openenv_mcp.client._ale import ALEProxy
 from openenv_mcp.client._session import Session, Target
 from openenv_mcp.client._spec import ServerSpec
 from openenv_mcp.client._sync import SyncEnvClient
@@ -20,7 +22,6 @@ from openenv_mcp.registry import serve_name
 __all__ = [
     "MCPGymEnv",
     "SameServer",
-    "SeedChain",
     "gym_spec",
     "portable_target",
     "split_reset_options",
@@ -28,29 +29,8 @@ __all__ = [
 
 #: Nominal; servers declare no frame rate, and Gymnasium wants one with render modes.
 RENDER_FPS = 30
-_SEED_LIMIT = 2**31 - 1
-
-
-class SeedChain:
-    """Gymnasium's seeding rule for servers that take one seed per reset.
-
-    ``reset(seed=s)`` seeds the episode and this chain; a later ``reset()``
-    without a seed draws the next episode's seed from the chain, so a run of
-    resets after one seeded reset is reproducible (as with any Gymnasium env).
-    Before any seed, ``None`` is sent and the server draws fresh entropy.
-    """
-
-    def __init__(self) -> None:
-        self.rng: np.random.Generator | None = None
-
-    def next(self, seed: int | None) -> int | None:
-        """The seed to send to the server for this reset."""
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
-            return seed
-        if self.rng is None:
-            return None
-        return int(self.rng.integers(_SEED_LIMIT))
+#: The extra an env serves if it has an emulator behind it for ``unwrapped.ale`` to read.
+_ALE_EXTRA = "screen_grayscale"
 
 
 def split_reset_options(options: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -121,6 +101,14 @@ class MCPGymEnv(gym.Env[Any, Any]):
     structured field of the server's answer. ``render()`` returns the current frame
     (``render_mode="rgb_array"``, for environments with frames).
 
+    Seeds are Gymnasium's: any non-negative integer; ``reset()`` without one continues
+    the episode's own random stream on the server, as ``gymnasium.make``'s env does, so
+    the same seeds and actions give the same run. ``np_random`` mirrors the server env's
+    generator (wrappers draw no-op starts from ``env.unwrapped.np_random``; what they
+    draw is sent back with the next reset). For Atari, ``unwrapped.ale`` answers what
+    SB3's and Gymnasium's Atari wrappers read (lives, screens: :class:`ALEProxy`) and
+    ``unwrapped._frameskip`` is the server's frameskip.
+
     Reset accepts the option ``"from_snapshot"`` (a handle from
     ``env.client.snapshot()``) besides the environment's own options.
 
@@ -149,8 +137,10 @@ class MCPGymEnv(gym.Env[Any, Any]):
 
     def _adopt(self, client: SyncEnvClient, render_mode: str | None) -> None:
         self._client = client
-        self._seeds = SeedChain()
         self._np_random = None
+        #: The generator state the server last sent (what the mirror started from).
+        self._mirrored: dict[str, Any] | None = None
+        self._ale: ALEProxy | None = None
         self.action_space = client.action_space
         self.observation_space = client.observation_space
         has_frame = client.server_spec.has_frame
@@ -182,15 +172,57 @@ class MCPGymEnv(gym.Env[Any, Any]):
         """Action names in index order (as ALE's)."""
         return self._client.get_action_meanings()
 
+    @property
+    def ale(self) -> ALEProxy:
+        """What Atari wrappers read of the emulator (:class:`ALEProxy`).
+
+        Raises:
+            AttributeError: the server's environment has no emulator behind it.
+        """
+        if _ALE_EXTRA not in self._client.server_spec.extras:
+            raise AttributeError(
+                f"'MCPGymEnv' object has no attribute 'ale': {self._client.env_name} has no "
+                "Atari emulator behind it"
+            )
+        if self._ale is None:
+            self._ale = ALEProxy(self._client.episode, self._client.state)
+        return self._ale
+
+    @property
+    def _frameskip(self) -> int:
+        """Emulator frames per step of an Atari env (``AtariEnv._frameskip``, which
+        Gymnasium's ``AtariPreprocessing`` checks)."""
+        spec = self._client.server_spec
+        frameskip = spec.config.get("frameskip")
+        if _ALE_EXTRA not in spec.extras or not isinstance(frameskip, int):
+            raise AttributeError("'MCPGymEnv' object has no attribute '_frameskip'")
+        return frameskip
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Start an episode; see :class:`SeedChain` for how ``seed=None`` is handled."""
-        super().reset(seed=seed)
+        """Start an episode: seeded, or without a seed continuing the env's own stream."""
+        super().reset(seed=seed)  # Gymnasium's checks of the seed
         env_options, snapshot = split_reset_options(options)
         if snapshot is not None:
-            return self._client.reset(options=env_options, from_snapshot=snapshot)
-        return self._client.reset(seed=self._seeds.next(seed), options=env_options)
+            result = self._client.reset(options=env_options, from_snapshot=snapshot)
+        else:
+            result = self._client.reset(seed=seed, options=env_options, np_random=self._drawn(seed))
+        self._mirror()
+        return result
+
+    def _drawn(self, seed: int | None) -> dict[str, Any] | None:
+        """The mirror's state, where wrappers drew from it since the server sent it."""
+        if seed is not None or self._np_random is None or self._mirrored is None:
+            return None
+        state = rng_to_wire(self._np_random)
+        return state if state != self._mirrored else None
+
+    def _mirror(self) -> None:
+        state = self._client.episode.np_random_state
+        if state is not None:
+            self._np_random = generator_from_wire(state)
+            self._mirrored = state
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Take one action; returns the Gymnasium five."""

@@ -16,8 +16,10 @@ calls fail at once instead of waiting.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import operator
 import os
 import tempfile
 from collections.abc import Sequence
@@ -36,7 +38,13 @@ from openenv_mcp.client._transports import (
     is_command,
     transport_for,
 )
-from openenv_mcp.codecs import CLIENT_FRAMES, ClientFrames, check_frames, png_from_b64
+from openenv_mcp.codecs import (
+    CLIENT_FRAMES,
+    ClientFrames,
+    check_frames,
+    decode_raw,
+    png_from_b64,
+)
 from openenv_mcp.environment import ActionSet
 from openenv_mcp.errors import (
     ERROR_META,
@@ -393,7 +401,9 @@ class Session:
         if not self.connected:
             raise ServerDied(f"the connection to {self.description} is closed")
         try:
-            with anyio.fail_after(self.timeout):
+            # asyncio's own timeout: anyio's cancel scope costs ~40 us a call, a tenth of
+            # a CartPole step's round trip (the client runs on asyncio in any case).
+            async with asyncio.timeout(self.timeout):
                 result = await self._transport.request(
                     "tools/call", {"name": tool, "arguments": args}
                 )
@@ -625,6 +635,14 @@ class Episode:
         self._episode_id: str | None = None
         self._observation: Any = None
         self._closed = False
+        #: The env's random generator as the last reset answered it (``None``: it has none).
+        self.np_random_state: dict[str, Any] | None = None
+        #: The extras every call asks for (see :attr:`ServerSpec.extras`), by name.
+        self.wanted_extras: tuple[str, ...] = ()
+        #: The extras of the last answer, decoded.
+        self.extras: dict[str, np.ndarray] = {}
+        #: The ``info`` of the last answer.
+        self.info: dict[str, Any] = {}
 
     # -- what the server is (the session's) ---------------------------------------------
 
@@ -712,6 +730,16 @@ class Episode:
         obs, info = self.session.read_view(view, images)
         self._episode_id = str(info["episode_id"])
         self._observation = obs
+        self.info = info
+        assert view is not None  # read_view refuses None
+        extras = view.get("extras")
+        self.extras = (
+            {name: decode_raw(value) for name, value in extras.items()}
+            if isinstance(extras, dict)
+            else {}
+        )
+        if "np_random" in view:
+            self.np_random_state = view["np_random"]
         return obs, info
 
     def absorb_step(
@@ -727,15 +755,20 @@ class Episode:
         seed: int | None = None,
         options: dict[str, Any] | None = None,
         from_snapshot: str | None = None,
+        np_random: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """Start a new episode (creating it on the server the first time).
 
         Args:
-            seed: reproduces the episode exactly (``0..2**31-1``); ``None``
-                draws fresh entropy on the server.
+            seed: reproduces the episode exactly (any non-negative integer, as
+                Gymnasium takes); ``None`` continues the episode's own random
+                stream, as a Gymnasium env's ``reset()`` does (a new episode
+                draws fresh entropy).
             options: the environment's per-episode options.
             from_snapshot: continue from a :meth:`snapshot` handle instead
                 (not combinable with ``seed`` or ``options``).
+            np_random: without a seed, the state to continue the env's generator
+                from (:attr:`np_random_state` as a copy of it drew on).
 
         Returns:
             ``(observation, info)``; ``info`` holds every structured field the
@@ -744,9 +777,18 @@ class Episode:
         """
         args: dict[str, Any] = {"frames": self.session.wire_frames()}
         if seed is not None:
-            args["seed"] = int(seed)
+            try:
+                args["seed"] = int(operator.index(seed))  # numpy integers and bools too
+            except TypeError:
+                raise ArgumentError(
+                    f"seed must be a non-negative integer, got {type(seed).__name__} {seed!r:.60}"
+                ) from None
         if options:
             args["options"] = options
+        if np_random is not None:
+            args["np_random"] = np_random
+        if self.wanted_extras:
+            args["extras"] = list(self.wanted_extras)
         session = self.session
         if from_snapshot is not None:
             args["from_snapshot"] = from_snapshot
@@ -787,12 +829,19 @@ class Episode:
             "action": wire_action(action),
             "frames": self.session.wire_frames(),
         }
+        if self.wanted_extras:
+            args["extras"] = list(self.wanted_extras)
         answer = await self._call("step", args)
         return self.absorb_step(answer.structured, answer.images)
 
     async def state(self) -> tuple[Any, dict[str, Any]]:
         """The current observation and info, without acting."""
-        args = {"episode_id": self.require_episode("state"), "frames": self.session.wire_frames()}
+        args: dict[str, Any] = {
+            "episode_id": self.require_episode("state"),
+            "frames": self.session.wire_frames(),
+        }
+        if self.wanted_extras:
+            args["extras"] = list(self.wanted_extras)
         return self._absorb(await self._call("state", args))
 
     async def render(self) -> np.ndarray | None:

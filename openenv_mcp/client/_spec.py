@@ -38,6 +38,8 @@ class ServerSpec:
         supports_snapshots: whether ``snapshot`` and ``reset(from_snapshot=...)`` work.
         config: the environment's construction options.
         settings: the server's limits and options.
+        extras: the arrays a call may ask for beside the observation (an Atari env's
+            screens and RAM).
     """
 
     env: str
@@ -53,6 +55,7 @@ class ServerSpec:
     supports_snapshots: bool
     config: dict[str, Any]
     settings: dict[str, Any]
+    extras: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ServerSpec:
@@ -77,6 +80,7 @@ class ServerSpec:
                 supports_snapshots=bool(data.get("supports_snapshots", False)),
                 config=dict(data.get("config") or {}),
                 settings=dict(data.get("settings") or {}),
+                extras=tuple(str(name) for name in data.get("extras") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise OpenEnvError(

@@ -1,13 +1,14 @@
 """``SyncEnvClient``: :class:`MCPEnvClient` without ``await``.
 
-The async client runs on an event loop of its own, in a background thread
-(:class:`~openenv_mcp.client._loop.EventLoopThread`); each sync method hands a
-coroutine to that loop and waits for its answer. :class:`SyncEpisode` is the blocking face of any
+The async client runs on an event loop of its own
+(:class:`~openenv_mcp.client._loop.EventLoopThread`), which each sync call runs in the
+calling thread (no thread hop per call), or on a helper thread where the caller's
+thread runs a loop already. :class:`SyncEpisode` is the blocking face of any
 :class:`Episode` (``spawn()`` hands them out); :class:`SyncEnvClient` is the one
-that owns the session and the loop. Because the caller's thread only waits, this works the
-same in a plain script and inside a running event loop (a Jupyter cell, an
-async trainer), where ``asyncio.run`` would refuse to start. A client left open
-is closed at interpreter exit (or when collected), so a script never hangs on it.
+that owns the session and the loop. This works the same in a plain script and inside
+a running event loop (a Jupyter cell, an async trainer), where ``asyncio.run`` would
+refuse to start. A client left open is closed at interpreter exit (or when
+collected), so a script never hangs on it.
 """
 
 from __future__ import annotations
@@ -110,12 +111,13 @@ class SyncEpisode:
         seed: int | None = None,
         options: dict[str, Any] | None = None,
         from_snapshot: str | None = None,
+        np_random: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """See :meth:`Episode.reset`."""
 
         async def reset() -> tuple[Any, dict[str, Any]]:
             return await self._episode.reset(
-                seed=seed, options=options, from_snapshot=from_snapshot
+                seed=seed, options=options, from_snapshot=from_snapshot, np_random=np_random
             )
 
         return self._loop.run(reset)

@@ -8,16 +8,17 @@ place: :meth:`Session.step_batch`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import anyio
 import numpy as np
+from gymnasium import spaces as gym_spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from openenv_mcp.client._gym import RENDER_FPS, SeedChain, split_reset_options
+from openenv_mcp.client._gym import RENDER_FPS, split_reset_options
 from openenv_mcp.client._loop import EventLoopThread
 from openenv_mcp.client._session import Episode, Session, Target, Transition
 from openenv_mcp.errors import (
@@ -53,10 +54,12 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
       ``infos["final_info"]``.
     * ``DISABLED``: nothing resets itself; call ``reset(options={"reset_mask": mask})``.
 
-    Seeds follow Gymnasium: ``reset(seed=s)`` seeds episode ``i`` with ``s + i``,
-    and later resets (autoresets included) draw their seeds from that, so a
-    seeded run repeats exactly. ``reset(options={"from_snapshot": handle})``
-    starts every (masked) episode from one snapshot: a GRPO group.
+    Seeds follow Gymnasium exactly: ``reset(seed=s)`` seeds episode ``i`` with ``s + i``
+    (a list gives each its own; any non-negative integers); later resets without a
+    seed, autoresets included, continue each episode's own random stream on its
+    server, so the same seeds and actions give what ``gymnasium.make_vec`` gives.
+    ``reset(options={"from_snapshot": handle})`` starts every (masked) episode from one
+    snapshot: a GRPO group.
 
     Args:
         target: one server (a FastMCP server, a command, or a URL).
@@ -72,7 +75,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             autoreset starts a new one on a live replica; ``"replay"`` rebuilds it on a
             live replica from its seed and actions (exactly: seeds take effect), then
             takes the step, with ``infos["episode_recovered"]``. Episodes started from
-            a snapshot cannot be replayed and are reset.
+            a snapshot cannot be replayed and are reset. To be replayable, every reset
+            then sends a seed: a reset without one draws it from a generator seeded by
+            the last seed given (so a run still repeats, but differs from Gymnasium's).
         **client_options: passed to each :class:`Session` (``frames``, ``timeout``...).
     """
 
@@ -137,7 +142,8 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             self.close()
             raise ArgumentError(f"render_mode {render_mode!r} is not available for {first.env}")
         self.render_mode = render_mode
-        self._seeds = [SeedChain() for _ in range(count)]
+        #: With recover="replay": where each episode's unseeded resets draw a seed from.
+        self._replay_rngs: list[np.random.Generator | None] = [None] * count
         #: Each episode's seed, options and actions since its reset (recover="replay"),
         #: or ``None`` where it cannot be replayed (started from a snapshot).
         self._replay_logs: list[_ReplayLog | None] = [None] * count
@@ -176,10 +182,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             seeds[i] = self._next_seed(i, seeds[i]) if snapshot is None else None
         results = self._loop.run(self._reset_many, indices, seeds, env_options, snapshot)
         self._autoreset[mask] = False
-        infos: dict[str, Any] = {}
         for i in indices:
             self._obs[i] = results[i][0]
-            infos = self._add_info(infos, results[i][1], i)
+        infos = self._batch_infos([(i, results[i][1]) for i in indices])
         return self._batch_obs(), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -189,12 +194,11 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=np.bool_)
         truncations = np.zeros(self.num_envs, dtype=np.bool_)
-        infos: dict[str, Any] = {}
         for i in range(self.num_envs):
-            obs, reward, terminated, truncated, info = results[i]
+            obs, reward, terminated, truncated, _ = results[i]
             self._obs[i] = obs
             rewards[i], terminations[i], truncations[i] = reward, terminated, truncated
-            infos = self._add_info(infos, info, i)
+        infos = self._batch_infos([(i, results[i][4]) for i in range(self.num_envs)])
         self._autoreset = terminations | truncations
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             self._autoreset[:] = False
@@ -247,10 +251,52 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _batch_obs(self) -> Any:
         # A fresh batch every call: callers keep what they are given.
-        out: Any = create_empty_array(self.single_observation_space, self.num_envs, fn=np.zeros)
         if any(obs is None for obs in self._obs):
             raise ResetNeeded("some episodes have no observation yet: reset them all first")
-        return concatenate(self.single_observation_space, self._obs, out)
+        space = self.single_observation_space
+        if type(space) is gym_spaces.Box:  # the common case, in one copy
+            return np.stack(self._obs)
+        out: Any = create_empty_array(space, self.num_envs, fn=np.zeros)
+        return concatenate(space, self._obs, out)
+
+    def _batch_infos(self, infos: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+        """What Gymnasium's ``_add_info`` makes of each ``(index, info)`` in turn, built a
+        key at a time (one array per key, not one pass per episode and key)."""
+        columns: dict[str, list[tuple[int, Any]]] = {}
+        for i, info in infos:
+            for key, value in info.items():
+                columns.setdefault(key, []).append((i, value))
+        batched: dict[str, Any] = {}
+        n = self.num_envs
+        for key, present in columns.items():
+            values = [value for _, value in present]
+            if key == "final_obs" or any(isinstance(value, dict) for value in values):
+                for i, value in present:  # objects, and dicts recurse: Gymnasium's own way
+                    batched = self._add_info(batched, {key: value}, i)
+                continue
+            first = values[0]
+            kind = type(first)
+            if kind in (int, float, bool) or issubclass(kind, np.number):
+                dtype: Any = kind
+            elif isinstance(first, np.ndarray):
+                dtype = first.dtype
+            else:
+                dtype = None  # objects, one by one (a list value must not become a row)
+            rows = [i for i, _ in present]
+            if dtype is not None and len(rows) == n and rows == list(range(n)):
+                array = np.array(values, dtype=dtype)  # every episode has it: one call
+            else:
+                array = (
+                    np.full(n, fill_value=None, dtype=object)
+                    if dtype is None
+                    else np.zeros((n, *np.shape(first)), dtype=dtype)
+                )
+                for i, value in present:
+                    array[i] = value
+            mask = np.zeros(n, dtype=np.bool_)
+            mask[rows] = True
+            batched[key], batched[f"_{key}"] = array, mask
+        return batched
 
     @staticmethod
     async def _gather(funcs: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
@@ -258,23 +304,19 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
 
         One episode's error does not cancel the others' calls (their steps would
         happen on the server unseen here), and it is raised as itself: callers
-        catch InvalidAction or ServerDied, not a group of them.
+        catch InvalidAction or ServerDied, not a group of them. Plain asyncio: the
+        client runs on it, and a task group per step cost a fifth of a batch's client time.
         """
-        results: list[Any] = [None] * len(funcs)
-        errors: dict[int, Exception] = {}
-
-        async def run(i: int) -> None:
-            try:
-                results[i] = await funcs[i]()
-            except Exception as exc:
-                errors[i] = exc
-
-        async with anyio.create_task_group() as group:
-            for i in range(len(funcs)):
-                group.start_soon(run, i)
+        if len(funcs) == 1:
+            return [await funcs[0]()]
+        outcomes = await asyncio.gather(*(func() for func in funcs), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome  # cancellation and the like, as themselves
+        errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
         if errors:
-            raise errors[min(errors)]
-        return results
+            raise errors[0]
+        return list(outcomes)
 
     async def _reset_many(
         self,
@@ -297,12 +339,18 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         return dict(zip(indices, done, strict=True))
 
     def _next_seed(self, i: int, seed: int | None) -> int | None:
-        """Episode ``i``'s next seed (Gymnasium's rule); with ``recover="replay"`` always
-        one, so a lost episode can be rebuilt exactly."""
-        seed = self._seeds[i].next(seed)
-        if seed is None and self.recover == "replay":
-            seed = int(np.random.default_rng().integers(2**31))
-        return seed
+        """Episode ``i``'s next seed: as given (Gymnasium's rule: ``None`` continues the
+        episode's stream); with ``recover="replay"`` always one, so a lost episode can
+        be rebuilt exactly."""
+        if self.recover != "replay":
+            return seed
+        if seed is not None:
+            self._replay_rngs[i] = np.random.default_rng(seed)
+            return seed
+        rng = self._replay_rngs[i]
+        if rng is None:
+            rng = self._replay_rngs[i] = np.random.default_rng()
+        return int(rng.integers(2**63))
 
     async def _step_all(self, actions: list[Any]) -> dict[int, Transition]:
         autoreset = [i for i in range(self.num_envs) if self._autoreset[i]]
@@ -328,7 +376,10 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             self._replay_logs[i] = _ReplayLog(seed, None)
             results[i] = (obs, 0.0, False, False, info)
 
-        await self._gather([step_groups, *(_bind(autoreset_one, i) for i in autoreset)])
+        if autoreset:
+            await self._gather([step_groups, *(_bind(autoreset_one, i) for i in autoreset)])
+        else:
+            await step_groups()
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             ended = [i for i in stepping if results[i][2] or results[i][3]]
             seeds: list[int | None] = [None] * self.num_envs

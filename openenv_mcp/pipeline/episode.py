@@ -7,9 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from openenv_mcp._rng import set_rng_from_wire
 from openenv_mcp.codecs import Frames, encode_png
 from openenv_mcp.data.recording import EpisodeRecorder
 from openenv_mcp.environment import Environment, has_frame
+from openenv_mcp.errors import ArgumentError
 from openenv_mcp.pipeline.base import EpisodeState, Layer, SavedEpisode
 from openenv_mcp.pipeline.core import EnvCore
 from openenv_mcp.pipeline.mask import ActionMask
@@ -90,14 +92,35 @@ class EpisodePipeline:
 
     # -- operations (see :mod:`.ops`) -----------------------------------------------------
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None, frames: Frames) -> Outcome:
-        """Start an episode (seeded, with per-episode options)."""
+    def reset(
+        self,
+        seed: int | None,
+        options: dict[str, Any] | None,
+        frames: Frames,
+        np_random: dict[str, Any] | None = None,
+        extras: tuple[str, ...] = (),
+    ) -> Outcome:
+        """Start an episode (seeded, with per-episode options).
+
+        ``np_random`` (a state an earlier reset answered, drawn on by the client's
+        copy) puts the env's generator there first, where no seed replaces it.
+        """
+        self.view.check_extras(extras)
+        if np_random is not None and seed is None:
+            generator = self.env.np_random
+            if generator is None:
+                raise ArgumentError(f"np_random: {self.env.name} has no random generator to set")
+            set_rng_from_wire(generator, np_random)
         moment = self.top.reset(seed, options)
         self.episode.reward = 0.0
-        return self.view.outcome(moment, self.narrator.reset_text(seed), frames, opening=True)
+        text = self.narrator.reset_text(seed)
+        return self.view.outcome(moment, text, frames, opening=True, extras=extras)
 
-    def step(self, action: Any, frames: Frames, repeat: int = 1) -> Outcome:
+    def step(
+        self, action: Any, frames: Frames, repeat: int = 1, extras: tuple[str, ...] = ()
+    ) -> Outcome:
         """Take ``action`` (held for ``repeat`` steps, stopping where the episode ends)."""
+        self.view.check_extras(extras)
         if self.recorder is not None:
             arguments: dict[str, Any] = {"action": action}
             if repeat != 1:
@@ -106,12 +129,13 @@ class EpisodePipeline:
         moment = step_repeated(self.top, action, repeat)
         self.episode.reward = moment.reward
         text = self.narrator.step_text(action, moment)
-        return self.view.outcome(moment, text, frames, stepped=True)
+        return self.view.outcome(moment, text, frames, stepped=True, extras=extras)
 
-    def look(self, frames: Frames) -> Outcome:
+    def look(self, frames: Frames, extras: tuple[str, ...] = ()) -> Outcome:
         """The episode as it is, with the environment's state fields in ``info``."""
+        self.view.check_extras(extras)
         moment = self.top.look()
-        return self.view.outcome(moment, self.narrator.look_text(), frames)
+        return self.view.outcome(moment, self.narrator.look_text(), frames, extras=extras)
 
     def snapshot(self) -> SavedEpisode:
         """The episode's full state, to restore here or in another pipeline."""

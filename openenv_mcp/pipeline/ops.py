@@ -55,10 +55,14 @@ class Reset(Op["Outcome"]):
     seed: int | None
     options: dict[str, Any] | None
     frames: Frames
+    #: Without a seed: the env's generator state to continue from (as the client drew it).
+    np_random: dict[str, Any] | None = None
+    #: Arrays to send beside the observation (the env's ``extra_names``).
+    extras: tuple[str, ...] = ()
     tool = "reset"
 
     def apply(self, episode: EpisodePipeline) -> Outcome:
-        return episode.reset(self.seed, self.options, self.frames)
+        return episode.reset(self.seed, self.options, self.frames, self.np_random, self.extras)
 
 
 @dataclass(frozen=True)
@@ -68,10 +72,11 @@ class Step(Op["Outcome"]):
     action: Any
     frames: Frames
     repeat: int = 1
+    extras: tuple[str, ...] = ()
     tool = "step"
 
     def apply(self, episode: EpisodePipeline) -> Outcome:
-        return episode.step(self.action, self.frames, self.repeat)
+        return episode.step(self.action, self.frames, self.repeat, self.extras)
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,11 @@ class Look(Op["Outcome"]):
     """The episode as it is (``state``)."""
 
     frames: Frames
+    extras: tuple[str, ...] = ()
     tool = "state"
 
     def apply(self, episode: EpisodePipeline) -> Outcome:
-        return episode.look(self.frames)
+        return episode.look(self.frames, self.extras)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from openenv_mcp.codecs import Frames, array_form, encode_png, wants_png
+import numpy as np
+
+from openenv_mcp._rng import rng_to_wire
+from openenv_mcp.codecs import Frames, array_form, encode_png, encode_raw, wants_png
 from openenv_mcp.environment import has_frame
 from openenv_mcp.pipeline.base import EpisodeState, Moment
 from openenv_mcp.spaces import encode, is_array_space
@@ -62,6 +65,7 @@ class View:
         *,
         opening: bool = False,
         stepped: bool = False,
+        extras: tuple[str, ...] = (),
     ) -> Outcome:
         """The answer to an operation that left the episode at ``moment``.
 
@@ -72,6 +76,7 @@ class View:
             opening: the answer starts an episode (reset, or from a snapshot): it
                 names the actions, and the recording.
             stepped: the answer is a step's: it says how many steps it took.
+            extras: the env's arrays to send beside the observation, by name.
         """
         state = self.episode
         view: dict[str, Any] = {
@@ -100,6 +105,17 @@ class View:
             view["trajectory"] = moment.trajectory
         if moment.recording_error is not None:
             view["recording_failed"] = moment.recording_error
+
+        if opening:  # the generator a client mirrors (wrappers draw no-op starts from it)
+            rng = rng_to_wire(state.env.np_random)
+            if rng is not None:
+                view["np_random"] = rng
+        if extras:
+            compress = frames != "raw"  # zstd unless raw was asked for: screens compress well
+            env = state.env
+            view["extras"] = {
+                name: encode_raw(np.asarray(env.extra(name)), compress=compress) for name in extras
+            }
         if self._array_obs:
             form = array_form(frames)
             if form is not None:
@@ -109,6 +125,13 @@ class View:
                 self._space, state.observation, array_form(frames) or "list"
             )
         return Outcome(view, self.png(frames), text)
+
+    def check_extras(self, extras: tuple[str, ...]) -> None:
+        """Refuse extras the env does not serve, before anything happens."""
+        env = self.episode.env
+        for name in extras:
+            if name not in env.extra_names:
+                env.extra(name)  # raises, naming the env's extras
 
     def png(self, frames: Frames) -> bytes | None:
         """The current frame as PNG, where the call's frames ask for one."""

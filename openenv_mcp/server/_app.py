@@ -90,7 +90,9 @@ class EnvApp:
             )
         else:
             threads = (
-                not env_cls.serving.inline if settings.env_threads is None else settings.env_threads
+                not self.spec.serving.inline
+                if settings.env_threads is None
+                else settings.env_threads
             )
             # A judge awaits a scorer: inline it would hold up every other episode.
             threads = threads or rewards.is_async

@@ -26,6 +26,7 @@ __all__ = [
     "ReleaseArgs",
     "ResetArgs",
     "SnapshotResetArgs",
+    "StateArgs",
     "StepArgs",
     "StepBatchArgs",
     "ViewArgs",
@@ -70,12 +71,28 @@ Shard = Annotated[
 ]
 
 
+Extras = Annotated[
+    list[str] | None,
+    Field(
+        max_length=16,
+        description="Arrays to send beside the observation, by name (this environment's "
+        "extras: an Atari env's screen_rgb, screen_grayscale and ram, what ALE wrappers "
+        "read), zstd-compressed unless frames is raw.",
+    ),
+]
+
+
 class ResetArgs(_Args):
     episode_id: EpisodeId = None
     shard: Shard = None
     seed: Annotated[
         int | None,
-        Field(ge=0, le=2**31 - 1, description="Seed for reproducible episodes (0..2^31-1)."),
+        Field(
+            ge=0,
+            description="Seed for reproducible episodes: any non-negative integer, as "
+            "Gymnasium takes. Omitted, an episode continues its own random stream (a new "
+            "episode draws fresh entropy).",
+        ),
     ] = None
     options: Annotated[
         dict[str, Any] | None, Field(description="Per-episode options of this environment.")
@@ -89,6 +106,16 @@ class ResetArgs(_Args):
         ),
     ] = False
     frames: FramesArg = None
+    np_random: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="Where a reset without seed continues the environment's random "
+            "generator from: a state an earlier reset answered (its np_random), as the "
+            "client's copy has drawn it on (a wrapper's no-op starts). Omitted, it goes on "
+            "from where it is.",
+        ),
+    ] = None
+    extras: Extras = None
 
 
 class SnapshotResetArgs(ResetArgs):
@@ -115,6 +142,7 @@ class StepArgs(_Args):
     repeat: Repeat = 1
     episode_id: EpisodeId = None
     frames: FramesArg = None
+    extras: Extras = None
 
 
 class EpisodeArgs(_Args):
@@ -123,6 +151,10 @@ class EpisodeArgs(_Args):
 
 class ViewArgs(EpisodeArgs):
     frames: FramesArg = None
+
+
+class StateArgs(ViewArgs):
+    extras: Extras = None
 
 
 class ActionArgs(ViewArgs):
@@ -135,7 +167,7 @@ class ActionArgs(ViewArgs):
 class AgentResetArgs(_Args):
     seed: Annotated[
         int | None,
-        Field(ge=0, le=2**31 - 1, description="Seed to replay a game exactly (0..2^31-1)."),
+        Field(ge=0, description="Seed to replay a game exactly (any non-negative integer)."),
     ] = None
     options: Annotated[
         dict[str, Any] | None, Field(description="Per-episode options of this environment.")

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from openenv_mcp._rng import RNG_STATE_SCHEMA
 from openenv_mcp.environment import EnvTool
 from openenv_mcp.server._args import (
     MAX_BATCH,
@@ -21,9 +22,9 @@ from openenv_mcp.server._args import (
     ReleaseArgs,
     ResetArgs,
     SnapshotResetArgs,
+    StateArgs,
     StepArgs,
     StepBatchArgs,
-    ViewArgs,
     env_tool_args,
 )
 from openenv_mcp.server._handlers import Handlers
@@ -64,7 +65,32 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
         tools += _per_action_tools(spec, handlers, {t.name for t in tools}, output, args)
     for tool in tools:
         _mark_route(tool.parameters, sharded=settings.shard is not None)
+        _trainer_fields(tool.parameters, spec)
     return tools
+
+
+def _trainer_fields(parameters: dict[str, Any], spec: EnvSpec) -> None:
+    """List ``extras`` (as the env's names) and ``np_random`` only where the env has them."""
+    properties = parameters.get("properties", {})
+    if "extras" in properties:
+        if spec.extras:
+            properties["extras"] = {
+                **properties["extras"],
+                "anyOf": [
+                    {"type": "array", "items": {"enum": list(spec.extras)}, "maxItems": 16},
+                    {"type": "null"},
+                ],
+            }
+        else:
+            del properties["extras"]
+    if "np_random" in properties:
+        if spec.np_random:
+            properties["np_random"] = {
+                **properties["np_random"],
+                "anyOf": [RNG_STATE_SCHEMA, {"type": "null"}],
+            }
+        else:
+            del properties["np_random"]
 
 
 def _episode_tools(
@@ -124,7 +150,9 @@ def _episode_tools(
             f"Take one action in an episode of {title} (held for repeat steps); returns "
             "the observation, reward, terminated and truncated." + actions,
             StepArgs,
-            lambda a: handlers.step(a.episode_id, a.action, a.frames, a.repeat),
+            lambda a: handlers.step(
+                a.episode_id, a.action, a.frames, a.repeat, tuple(a.extras or ())
+            ),
             output,
             schema_patch=action,
         ),
@@ -141,7 +169,7 @@ def _episode_tools(
         ModelTool.build(
             "state",
             "Look at an episode without acting: its observation, step count, return and status.",
-            ViewArgs,
+            StateArgs,
             handlers.state,
             output,
             read_only=True,

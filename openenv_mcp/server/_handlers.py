@@ -108,7 +108,14 @@ class Handlers:
                     outcome = await table.call(episode, Restore(snapshot.saved, frames))
                 else:
                     seed = args.seed if args.seed is not None else self._default_seed()
-                    outcome = await table.call(episode, Reset(seed, args.options, frames))
+                    reset = Reset(
+                        seed,
+                        args.options,
+                        frames,
+                        getattr(args, "np_random", None),
+                        tuple(getattr(args, "extras", None) or ()),
+                    )
+                    outcome = await table.call(episode, reset)
         except BaseException:
             if created:
                 await table.close(episode.id)
@@ -116,12 +123,18 @@ class Handlers:
         return self._reply(outcome)
 
     async def step(
-        self, episode_id: str | None, action: Any, frames: Frames | None, repeat: int = 1
+        self,
+        episode_id: str | None,
+        action: Any,
+        frames: Frames | None,
+        repeat: int = 1,
+        extras: tuple[str, ...] = (),
     ) -> Reply:
         """Advance an episode by one action (held for ``repeat`` steps)."""
         async with self.table.locked(episode_id, _caller(self.table)) as episode:
             self.table.require_sound(episode)
-            outcome = await self.table.call(episode, Step(action, self._frames(frames), repeat))
+            step = Step(action, self._frames(frames), repeat, extras)
+            outcome = await self.table.call(episode, step)
             return self._reply(outcome)
 
     async def step_batch(self, args: Any) -> Reply:
@@ -192,7 +205,8 @@ class Handlers:
                 return Reply([text_block(text)], view if self.profile.structured else None)
             self.table.require_sound(episode)
             frames = self._frames(getattr(args, "frames", None))
-            return self._reply(await self.table.call(episode, Look(frames)))
+            extras = tuple(getattr(args, "extras", None) or ())
+            return self._reply(await self.table.call(episode, Look(frames, extras)))
 
     async def episode_summary(self, args: Any) -> Reply:
         """Steps, returns, trajectory scores and credit, and the recording of an episode."""

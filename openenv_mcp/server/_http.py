@@ -13,7 +13,6 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from fastmcp import FastMCP
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -27,6 +26,7 @@ from openenv_mcp._compat import (
     VERSION_META,
     param_headers_mismatch,
 )
+from openenv_mcp._wirejson import loads_exact
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._direct import DirectCalls, dumps
 from openenv_mcp.server._episodes import current_client
@@ -175,8 +175,8 @@ class DirectPath:
         mirror the body, as the standard stack requires.
         """
         try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError:
+            message = loads_exact(body)
+        except ValueError:
             return None
         found = self.direct.match(message)
         if found is None:

@@ -13,6 +13,7 @@ from typing import Any
 from fastmcp.tools.base import ToolResult
 from mcp_types import ImageContent, TextContent
 
+from openenv_mcp._rng import RNG_STATE_SCHEMA
 from openenv_mcp.codecs import PNG_MIME, b64_text
 from openenv_mcp.errors import ERROR_META, OpenEnvError
 from openenv_mcp.pipeline import Outcome
@@ -189,6 +190,16 @@ def episode_output_schema(spec: EnvSpec) -> dict[str, Any]:
                 "type": "string",
                 "description": "With --record-errors continue: why this call went unrecorded "
                 "(the episode is not recorded until its next reset).",
+            },
+            "np_random": {
+                **RNG_STATE_SCHEMA,
+                "description": "On reset: the state of the environment's random generator "
+                "(Gymnasium's env.np_random), for a client to mirror.",
+            },
+            "extras": {
+                "type": "object",
+                "additionalProperties": RAW_ARRAY_SCHEMA,
+                "description": "The arrays the call asked for (extras), by name.",
             },
             "info": {
                 "type": "object",

@@ -31,8 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
+import math
 import os
 import stat
 import sys
@@ -42,11 +42,11 @@ from typing import IO, Any
 
 import anyio
 import mcp_types as types
-import orjson
 from anyio.abc import TaskGroup
 from fastmcp import FastMCP
 
 from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
+from openenv_mcp._wirejson import loads_exact
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._direct import dumps, is_request_id
 from openenv_mcp.server._episodes import Caller, current_caller
@@ -61,6 +61,7 @@ log = logging.getLogger("openenv_mcp.server")
 MAX_LINE = 16 * 1024 * 1024
 _PARSE_ERROR = -32700
 _PIPE_SIZE = 1 << 20
+_READ = 1 << 20
 _INVALID_REQUEST = -32600
 #: Seconds past the per-call timeout that EOF waits for replies still owed.
 _DRAIN_GRACE = 5.0
@@ -172,18 +173,6 @@ async def _skip_line(stream: asyncio.StreamReader) -> None:
             return
 
 
-def _loads(line: bytes) -> Any:
-    """Parse one message: orjson, or Python's json for what only it reads.
-
-    Python's json writes NaN and Infinity (a diverged policy's float action);
-    orjson refuses them, and the request would go unanswered under its id.
-    """
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
-
 class LineConnection:
     """One client's newline-delimited JSON-RPC connection: the direct path for our
     tool calls, FastMCP's standard stack for everything else.
@@ -216,6 +205,10 @@ class LineConnection:
         self.standard: Counter[Any] = Counter()
         self.idle = anyio.Event()
         self.idle.set()
+        #: Direct calls running (a reference each, so none is collected mid-way).
+        self._calls: set[asyncio.Task[None]] = set()
+        #: Their cancel scopes (see :meth:`cancel_calls`).
+        self._scopes: set[anyio.CancelScope] = set()
 
     def _begin(self) -> None:
         if self.owed == 0:
@@ -240,9 +233,15 @@ class LineConnection:
             log.warning("client went away; dropping a reply")
 
     async def call_tool(self, request_id: Any, params: dict[str, Any]) -> None:
+        # anyio's scope, not Task.cancel: an env call on a worker thread is shielded and
+        # runs to its end, so its episode is closed, not abandoned, at shutdown.
+        scope = anyio.CancelScope()
+        self._scopes.add(scope)
         try:
-            self.write(await self.direct.run(request_id, params))
+            with scope:
+                self.write(await self.direct.run(request_id, params))
         finally:
+            self._scopes.discard(scope)
             self._end()
 
     async def serve(self, lines: AsyncIterator[bytes | ValueError]) -> None:
@@ -258,7 +257,14 @@ class LineConnection:
                 async with to_server:  # closing it (at the end) ends the standard stack
                     await self.pump_in(lines, to_server, tg)
         finally:
+            self.cancel_calls()
             current_caller.reset(caller)
+
+    def cancel_calls(self) -> None:
+        """Cancel the direct calls still running (a signal stops the server mid-load:
+        requests read and not yet run are dropped, as a task group would drop them)."""
+        for scope in list(self._scopes):
+            scope.cancel()
 
     async def pump_out(self, stream: Any) -> None:
         async for wrapped in stream:
@@ -270,57 +276,99 @@ class LineConnection:
             if response:
                 self._answered(message.id)
 
+    def receive(self, line: bytes | ValueError) -> Any | None:
+        """Take one line: answer it (a direct call starts at once, as a task; bad input
+        is answered here), or return the message the standard stack must get."""
+        if isinstance(line, ValueError):
+            too_long = f"request line longer than {MAX_LINE} bytes"
+            self.write(self._error(None, _PARSE_ERROR, too_long))
+            return None
+        if not line.strip():
+            return None
+        try:
+            message = loads_exact(line)
+        except ValueError as exc:
+            self.write(self._error(None, _PARSE_ERROR, f"not JSON: {exc}"))
+            return None
+        direct = self.direct.match(message)
+        if direct is not None:
+            self._begin()
+            # A plain asyncio task: anyio's start_soon costs ~30 us a call, a third
+            # of a quick step's server time. call_tool never raises (errors are
+            # replies), and EOF waits for every call owed (self.idle).
+            task = asyncio.get_running_loop().create_task(self.call_tool(*direct))
+            self._calls.add(task)
+            task.add_done_callback(self._calls.discard)
+            return None
+        try:
+            parsed = parse_jsonrpc(message)
+        except Exception:
+            self._invalid(message)
+            return None
+        if isinstance(parsed, types.JSONRPCNotification) and "id" in message:
+            # A request whose id is neither string nor integer would pass as a
+            # notification (extra fields are ignored) and never be answered.
+            self._invalid(message)
+            return None
+        if isinstance(parsed, types.JSONRPCRequest):
+            if self.recorder is not None:
+                self.recorder.inbound(message)
+            # A request the prelude already answered is replayed for the stack's
+            # state only: the client is owed nothing for it, so EOF need not wait.
+            if not is_private(parsed.id):
+                self.standard[parsed.id] += 1
+                self._begin()
+        elif (
+            isinstance(parsed, types.JSONRPCNotification)
+            and parsed.method == "notifications/cancelled"
+        ):
+            # A cancelled request gets no answer: stop waiting for one.
+            self._answered((parsed.params or {}).get("requestId"))
+        return session_message(parsed)
+
     async def pump_in(
         self, lines: AsyncIterator[bytes | ValueError], to_server: Any, tg: TaskGroup
     ) -> None:
         async for line in lines:
-            if isinstance(line, ValueError):
-                self.write(
-                    self._error(None, _PARSE_ERROR, f"request line longer than {MAX_LINE} bytes")
-                )
-                continue
-            if not line.strip():
-                continue
-            try:
-                message = _loads(line)
-            except ValueError as exc:
-                self.write(self._error(None, _PARSE_ERROR, f"not JSON: {exc}"))
-                continue
-            direct = self.direct.match(message)
-            if direct is not None:
-                self._begin()
-                tg.start_soon(self.call_tool, *direct)
-                continue
-            try:
-                parsed = parse_jsonrpc(message)
-            except Exception:
-                self._invalid(message)
-                continue
-            if isinstance(parsed, types.JSONRPCNotification) and "id" in message:
-                # A request whose id is neither string nor integer would pass as a
-                # notification (extra fields are ignored) and never be answered.
-                self._invalid(message)
-                continue
-            if isinstance(parsed, types.JSONRPCRequest):
-                if self.recorder is not None:
-                    self.recorder.inbound(message)
-                # A request the prelude already answered is replayed for the stack's
-                # state only: the client is owed nothing for it, so EOF need not wait.
-                if not is_private(parsed.id):
-                    self.standard[parsed.id] += 1
-                    self._begin()
-            elif (
-                isinstance(parsed, types.JSONRPCNotification)
-                and parsed.method == "notifications/cancelled"
-            ):
-                # A cancelled request gets no answer: stop waiting for one.
-                self._answered((parsed.params or {}).get("requestId"))
-            await to_server.send(session_message(parsed))
-        # EOF: finish the requests in flight and write their replies before closing.
+            forward = self.receive(line)
+            if forward is not None:
+                await to_server.send(forward)
+        await self.drain()
+
+    async def drain(self) -> None:
+        """At EOF: finish the requests in flight and write their replies."""
         with anyio.move_on_after(self.drain_timeout) as scope:
             await self.idle.wait()
         if scope.cancelled_caught:
             log.warning("stdin closed; %d requests still unanswered, exiting anyway", self.owed)
+
+    async def serve_pipe(self, fd: int, lead: Handover | None = None) -> None:
+        """Serve what ``lead`` holds (a prelude read it first), then lines read from
+        ``fd`` (a pipe, a socket or a terminal) by the event loop's readiness callback,
+        each taken as soon as it is read: no stream and no reader task, a call's turn
+        through the loop less than :meth:`serve`."""
+        lead = lead or Handover()
+        loop = asyncio.get_running_loop()
+        # Unbounded: the reader hands messages over from a callback, in order.
+        to_server, from_client = anyio.create_memory_object_stream[Any](math.inf)
+        to_client, from_server = anyio.create_memory_object_stream[Any](64)
+        reader = _PipeLines(fd, self, loop, to_server.send_nowait, lead.rest)
+        caller = current_caller.set(Caller())
+        try:
+            async with from_client, from_server, anyio.create_task_group() as tg:
+                tg.start_soon(run_standard_stack, self.server, from_client, to_client)
+                tg.start_soon(self.pump_out, from_server)
+                async with to_server:  # closing it (at the end) ends the standard stack
+                    for line in lead.lines:
+                        reader.take(line)
+                    loop.add_reader(fd, reader.readable)
+                    await reader.ended.wait()
+                    await self.drain()
+        finally:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(fd)
+            self.cancel_calls()
+            current_caller.reset(caller)
 
     def _invalid(self, message: Any) -> None:
         """Answer JSON that is not a JSON-RPC message (a response from the client is dropped)."""
@@ -346,6 +394,72 @@ class LineConnection:
         return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
+class _PipeLines:
+    """Splits what a pipe brings into lines, in a readiness callback, and hands each to
+    its connection (a line over :data:`MAX_LINE` is answered once and skipped)."""
+
+    def __init__(
+        self,
+        fd: int,
+        connection: LineConnection,
+        loop: asyncio.AbstractEventLoop,
+        forward: Callable[[Any], None],
+        rest: bytes = b"",
+    ) -> None:
+        self.fd = fd
+        self.connection = connection
+        self.loop = loop
+        self.forward = forward
+        self.ended = anyio.Event()
+        self._buffer = bytearray(rest)
+        self._scanned = 0
+        self._skipping = False
+        # Read into one buffer kept for it: os.read(fd, n) allocates n bytes every call.
+        self._chunk = memoryview(bytearray(_READ))
+        os.set_blocking(fd, False)
+
+    def readable(self) -> None:
+        try:
+            size = os.readv(self.fd, [self._chunk])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            size = 0
+        if not size:
+            self.loop.remove_reader(self.fd)
+            if self._buffer and not self._skipping:  # a last line without its newline
+                self.take(bytes(self._buffer))
+            self._buffer.clear()
+            self.ended.set()
+            return
+        buffer = self._buffer
+        buffer += self._chunk[:size]
+        start = 0
+        while (end := buffer.find(b"\n", max(start, self._scanned))) >= 0:
+            if self._skipping:  # the tail of a line too long
+                self._skipping = False
+            elif end + 1 - start > MAX_LINE:  # too long, and ended in this chunk
+                self.take(ValueError("line too long"))
+            else:
+                self.take(bytes(buffer[start : end + 1]))
+            start = self._scanned = end + 1
+        if start:
+            del buffer[:start]
+        self._scanned = len(buffer)
+        if len(buffer) > MAX_LINE and not self._skipping:
+            self.take(ValueError("line too long"))
+            self._skipping = True
+        if self._skipping:
+            buffer.clear()
+            self._scanned = 0
+
+    def take(self, line: bytes | ValueError) -> None:
+        """Hand one line to the connection."""
+        forward = self.connection.receive(line)
+        if forward is not None:
+            self.forward(forward)
+
+
 async def serve_stdio(server: FastMCP, app: EnvApp) -> None:
     """Serve ``server`` over this process's stdin/stdout until stdin closes.
 
@@ -363,7 +477,10 @@ async def serve_stdio(server: FastMCP, app: EnvApp) -> None:
     lead = prelude.hand_over() if prelude else None
     try:
         async with use_transport("stdio"):
-            await conn.serve(_lines(wire.reader, lead))
+            if _pollable(wire.reader.fileno()) and not (lead is not None and lead.eof):
+                await conn.serve_pipe(wire.reader.fileno(), lead)
+            else:
+                await conn.serve(_lines(wire.reader, lead))
     finally:
         with contextlib.suppress(OSError):
             wire.restore()

@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,10 +137,13 @@ def test_http_script_exits_and_closes_its_episodes(
 
 
 def test_a_dropped_env_stops_its_loop() -> None:
-    """An env collected without ``close()`` closes its episode and ends its thread."""
+    """An env collected without ``close()`` closes its episode and its loop (which runs
+    on the caller's thread: no thread is left behind either)."""
+    threads = threading.active_count()
     env = MCPGymEnv(memory_server("echo"))
     env.reset(seed=0)
-    loop, thread = env.client.loop, env.client.loop._thread
+    loop = env.client.loop
     del env
     gc.collect()
-    assert loop.stopped and not thread.is_alive()
+    assert loop.stopped and loop._loop.is_closed()
+    assert threading.active_count() == threads

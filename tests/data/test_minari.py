@@ -153,6 +153,14 @@ def test_the_dataset_carries_an_env_spec_naming_the_served_env(pong_dataset: Any
             "--no-full-action-space",
             "--max-episode-steps",
             "600",
+            "--no-preprocess",
+            "--screen-size",
+            "84",
+            "--noop-max",
+            "30",
+            "--no-terminal-on-life-loss",
+            "--frame-stack",
+            "1",
         ]
     assert pong_dataset.storage.metadata["requirements"][0].startswith("openenv-mcp>=")
 

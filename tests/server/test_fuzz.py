@@ -344,7 +344,7 @@ def named_cases(t: Target) -> list[tuple[str, dict[str, Any], str]]:
         ("step", {"episode_id": episode}, "ArgumentError"),  # missing argument
         ("step", {"episode_id": episode, "action": 0, "bogus": 1}, "ArgumentError"),  # extra
         ("reset", {"seed": "seven"}, "ArgumentError"),  # wrong type
-        ("reset", {"seed": 2**40}, "ArgumentError"),  # out of range
+        ("reset", {"seed": -(2**40)}, "ArgumentError"),  # out of range (any seed >= 0 is one)
         ("reset", {"new_episode": "yes"}, "ArgumentError"),
         ("state", {"episode_id": 42}, "ArgumentError"),
         ("state", {"episode_id": episode, "frames": "jpeg"}, "ArgumentError"),

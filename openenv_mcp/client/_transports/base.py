@@ -25,6 +25,7 @@ from openenv_mcp._compat import (
     VERSION_META,
 )
 from openenv_mcp._version import __version__
+from openenv_mcp._wirejson import dumps
 
 __all__ = [
     "MAX_MESSAGE",
@@ -96,7 +97,7 @@ class Sessionless(Transport):
             "method": method,
             "params": {**(params or {}), "_meta": _META},
         }
-        return request_id, orjson.dumps(body)
+        return request_id, dumps(body)  # a seed past 64 bits too
 
     @staticmethod
     def _result(message: dict[str, Any]) -> dict[str, Any]:

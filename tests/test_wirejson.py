@@ -1,0 +1,23 @@
+"""JSON on the wire: integers of any size arrive as themselves; NaN is read."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from openenv_mcp._wirejson import dumps, loads_exact
+
+
+@pytest.mark.parametrize("seed", [0, 2**63 - 1, 2**64 - 1, 2**64, 2**100 + 7])
+def test_integers_of_any_size_round_trip_exactly(seed: int) -> None:
+    message = {"params": {"arguments": {"seed": seed}}}
+    assert loads_exact(dumps(message)) == message
+
+
+def test_what_only_pythons_json_reads_is_read() -> None:
+    value = loads_exact(b'{"action": [NaN, Infinity]}')["action"]
+    assert math.isnan(value[0]) and value[1] == math.inf
+    with pytest.raises(ValueError):
+        loads_exact(b'{"cut": ')
+    assert dumps({"odd": {1, 2}}) in (b'{"odd":"{1, 2}"}', b'{"odd":"{2, 1}"}')
