@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from openenv_mcp.cli import app, parse_env_options
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.registry import get_env_class
-from tests.servers import CLI, ROOT, stop
+from tests.servers import CLI, INITIALIZE, ROOT, stop
 
 runner = CliRunner()
 
@@ -113,16 +113,7 @@ def test_subprocess_smoke_stdio_roundtrip() -> None:
     """The real command answers raw JSON-RPC on stdout, and says nothing on stderr
     unless something is wrong (or --log-level asks for more)."""
     lines = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "smoke", "version": "0"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
@@ -149,7 +140,7 @@ def test_subprocess_smoke_stdio_roundtrip() -> None:
         stop(proc)
     assert all(r["jsonrpc"] == "2.0" for r in replies)  # nothing but protocol on stdout
     by_id = {r["id"]: r for r in replies}
-    assert by_id[1]["result"]["serverInfo"]["name"] == "openenv-echo"
+    assert by_id[INITIALIZE["id"]]["result"]["serverInfo"]["name"] == "openenv-echo"
     assert "reset" in {t["name"] for t in by_id[2]["result"]["tools"]}
     assert stderr == ""  # quiet by default over stdio: a harness may show any line as an error
 

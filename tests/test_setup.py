@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.figures import record_figure
-from tests.servers import ROOT
+from tests.servers import INITIALIZE, ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -50,16 +50,6 @@ NOT_FOR_SERVING = {
     "llama-index-core",
 }
 SERVING = {"openenv-mcp", "fastmcp", "mcp", "ale-py", "numpy", "pillow", "gymnasium", "zstandard"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 
 
 def dev(venv: Path, *args: str, **how: object) -> subprocess.CompletedProcess[str]:

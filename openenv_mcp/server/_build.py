@@ -22,6 +22,7 @@ from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._http import http_run_options, mount_health
 from openenv_mcp.server._limits import accept_errors_throttled, http_limits, uvicorn_options
 from openenv_mcp.server._logs import redacting, throttling
+from openenv_mcp.server._malloc import tune_malloc
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._stdio import serve_stdio
 
@@ -114,6 +115,7 @@ async def serve(
         ArgumentError: an HTTP bind off loopback without ``auth_token``.
     """
     app = get_app(server)
+    tune_malloc()
     # Before anything listens: an environment may refuse to be reached by others.
     app.prototype.check_exposure(
         transport == "http" or auth_token is not None or web_port is not None

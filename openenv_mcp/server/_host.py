@@ -217,9 +217,11 @@ async def serve_host(server: FastMCP, path: Path) -> None:
 
     from openenv_mcp._compat import use_transport
     from openenv_mcp.server._build import get_app
+    from openenv_mcp.server._malloc import tune_malloc
     from openenv_mcp.server._stdio import MAX_LINE, LineConnection, stream_lines
 
     app = get_app(server)
+    tune_malloc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -64,6 +64,18 @@ _MAX_HELD = 1 << 20
 _CHUNK = 1 << 16
 
 
+def hold_wire() -> tuple[int, int]:
+    """Take stdin and stdout privately, as (in, out) descriptors of their own, and point
+    fd 1 at stderr and fd 0 at the null device: from then on a stray ``print`` (in an
+    import, in an environment) lands in the log, not in the protocol."""
+    wire = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return wire
+
+
 @dataclass
 class Handover:
     """What the prelude passes to the stack.
@@ -187,12 +199,7 @@ class Prelude:
         self.book = book
         # The wire, held privately from here on: fd 1 points at stderr and fd 0 at
         # the null device, so a stray print during the imports cannot corrupt it.
-        self.in_fd = os.dup(0)
-        self.out_fd = os.dup(1)
-        os.dup2(2, 1)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        self.in_fd, self.out_fd = hold_wire()
         self._wake_read, self._wake_write = os.pipe()
         self._held = b""
         self._lines: list[bytes] = []

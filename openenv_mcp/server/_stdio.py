@@ -42,7 +42,6 @@ from typing import IO, Any
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup
 from fastmcp import FastMCP
 
 from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
@@ -50,7 +49,7 @@ from openenv_mcp._wirejson import loads_exact
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._direct import dumps, is_request_id
 from openenv_mcp.server._episodes import Caller, current_caller
-from openenv_mcp.server._prelude import Handover, Recorder, is_private
+from openenv_mcp.server._prelude import Handover, Recorder, hold_wire, is_private
 from openenv_mcp.server._prelude import current as current_prelude
 
 __all__ = ["MAX_LINE", "LineConnection", "serve_stdio", "stream_lines"]
@@ -75,15 +74,8 @@ class _Wire:
     """
 
     def __init__(self, fds: tuple[int, int] | None = None) -> None:
-        if fds is not None:  # a prelude's, already held privately
-            self._in, self._out = fds
-        else:
-            self._in = os.dup(0)
-            self._out = os.dup(1)
-            os.dup2(2, 1)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
+        # A prelude's, already held privately, or this process's own.
+        self._in, self._out = fds if fds is not None else hold_wire()
         self.reader = os.fdopen(self._in, "rb", buffering=0)
         self.writer: IO[bytes] = os.fdopen(self._out, "wb", buffering=0)
         # A batch of raw frames is megabytes; Linux pipes hold 64 KiB, so the
@@ -244,9 +236,12 @@ class LineConnection:
             self._scopes.discard(scope)
             self._end()
 
-    async def serve(self, lines: AsyncIterator[bytes | ValueError]) -> None:
-        """Serve the lines until they end, then answer what is in flight."""
-        to_server, from_client = anyio.create_memory_object_stream[Any](64)
+    @contextlib.asynccontextmanager
+    async def _stack(self, buffer: float) -> AsyncIterator[Any]:
+        """The standard stack running for this connection, fed by the stream yielded
+        (``buffer`` messages deep); on the way out the stream is closed, which ends the
+        stack, and the direct calls still running are cancelled."""
+        to_server, from_client = anyio.create_memory_object_stream[Any](buffer)
         to_client, from_server = anyio.create_memory_object_stream[Any](64)
         # One connection is one caller: its calls without a handle mean its own episode.
         caller = current_caller.set(Caller())
@@ -254,11 +249,20 @@ class LineConnection:
             async with from_client, from_server, anyio.create_task_group() as tg:
                 tg.start_soon(run_standard_stack, self.server, from_client, to_client)
                 tg.start_soon(self.pump_out, from_server)
-                async with to_server:  # closing it (at the end) ends the standard stack
-                    await self.pump_in(lines, to_server, tg)
+                async with to_server:
+                    yield to_server
         finally:
             self.cancel_calls()
             current_caller.reset(caller)
+
+    async def serve(self, lines: AsyncIterator[bytes | ValueError]) -> None:
+        """Serve the lines until they end, then answer what is in flight."""
+        async with self._stack(64) as to_server:
+            async for line in lines:
+                forward = self.receive(line)
+                if forward is not None:
+                    await to_server.send(forward)
+            await self.drain()
 
     def cancel_calls(self) -> None:
         """Cancel the direct calls still running (a signal stops the server mid-load:
@@ -326,15 +330,6 @@ class LineConnection:
             self._answered((parsed.params or {}).get("requestId"))
         return session_message(parsed)
 
-    async def pump_in(
-        self, lines: AsyncIterator[bytes | ValueError], to_server: Any, tg: TaskGroup
-    ) -> None:
-        async for line in lines:
-            forward = self.receive(line)
-            if forward is not None:
-                await to_server.send(forward)
-        await self.drain()
-
     async def drain(self) -> None:
         """At EOF: finish the requests in flight and write their replies."""
         with anyio.move_on_after(self.drain_timeout) as scope:
@@ -350,25 +345,17 @@ class LineConnection:
         lead = lead or Handover()
         loop = asyncio.get_running_loop()
         # Unbounded: the reader hands messages over from a callback, in order.
-        to_server, from_client = anyio.create_memory_object_stream[Any](math.inf)
-        to_client, from_server = anyio.create_memory_object_stream[Any](64)
-        reader = _PipeLines(fd, self, loop, to_server.send_nowait, lead.rest)
-        caller = current_caller.set(Caller())
-        try:
-            async with from_client, from_server, anyio.create_task_group() as tg:
-                tg.start_soon(run_standard_stack, self.server, from_client, to_client)
-                tg.start_soon(self.pump_out, from_server)
-                async with to_server:  # closing it (at the end) ends the standard stack
-                    for line in lead.lines:
-                        reader.take(line)
-                    loop.add_reader(fd, reader.readable)
-                    await reader.ended.wait()
-                    await self.drain()
-        finally:
-            with contextlib.suppress(Exception):
-                loop.remove_reader(fd)
-            self.cancel_calls()
-            current_caller.reset(caller)
+        async with self._stack(math.inf) as to_server:
+            reader = _PipeLines(fd, self, loop, to_server.send_nowait, lead.rest)
+            try:
+                for line in lead.lines:
+                    reader.take(line)
+                loop.add_reader(fd, reader.readable)
+                await reader.ended.wait()
+                await self.drain()
+            finally:
+                with contextlib.suppress(Exception):
+                    loop.remove_reader(fd)
 
     def _invalid(self, message: Any) -> None:
         """Answer JSON that is not a JSON-RPC message (a response from the client is dropped)."""

@@ -47,6 +47,7 @@ from pydantic import BaseModel
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed
 from openenv_mcp.pipeline import Close, Op, PipelineOptions
+from openenv_mcp.server._malloc import tune_malloc
 from openenv_mcp.server._runtime import Call, Runtime
 
 __all__ = ["WorkerDied", "WorkerRef", "WorkerRuntime"]
@@ -77,6 +78,7 @@ def _worker_main(fd: int) -> None:
     """A worker's life: set up, make environments, run operations, until told to stop."""
     started = time.perf_counter()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when to stop
+    tune_malloc()
     conn = Connection(fd)
     try:
         path, main_file = pickle.loads(conn.recv_bytes())

@@ -16,20 +16,9 @@ from openenv_mcp.cli import app
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._http import http_run_options
 from tests.figures import record_figure
-from tests.servers import http_server
+from tests.servers import INITIALIZE, http_server
 
 pytestmark = pytest.mark.integration
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
 
 
 def post(url: str, headers: dict[str, str], body: bytes | None = None) -> tuple[int, str]:
