@@ -20,9 +20,12 @@ import sysconfig
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib.metadata import distribution
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.servers import ROOT
 
@@ -58,10 +61,12 @@ os.setuid(uid)
 os.execvp(argv[0], argv)
 """
 
-#: Starts the CLI with this checkout's site-packages (and its editable install) importable.
+#: Starts the CLI with this checkout's packages importable: its sources (``front``, ahead
+#: of everything) and a site directory (its site-packages, or a copy).
 BOOTSTRAP = """
 import runpy, site, sys
 site.addsitedir({site!r})
+sys.path[:0] = {front!r}
 sys.argv[0] = "openenv-mcp"
 runpy.run_module("openenv_mcp", run_name="__main__", alter_sys=True)
 """
@@ -79,10 +84,12 @@ class User:
     cli: tuple[str, ...]
 
     def command(self, argv: list[str], **env: str) -> list[str]:
-        """``argv`` with a clean environment plus ``env`` (run by this user: :meth:`wrap`)."""
+        """``argv`` with a clean environment plus ``env``, in the user's home (run by this
+        user: :meth:`wrap`; the checkout may sit where the user cannot enter)."""
         clean = [
             "env",
             "-i",
+            f"--chdir={self.home}",
             "PATH=/usr/local/bin:/usr/bin:/bin",
             "LANG=C.UTF-8",
             f"HOME={self.home}",
@@ -151,16 +158,71 @@ def unprivileged_user() -> Iterator[User]:
         os.chmod(home, 0o755)
         if os.geteuid() == 0:
             os.chown(home, uid, gid)
-        site_dir = sysconfig.get_paths()["purelib"]
         bootstrap = Path(home) / "bootstrap.py"
-        bootstrap.write_text(BOOTSTRAP.format(site=site_dir))
+        bootstrap.write_text(BOOTSTRAP.format(site=sysconfig.get_paths()["purelib"], front=[]))
         python = _python_for(uid, gid, home)
         user = User(uid, gid, home, (python, str(bootstrap)))
-        check = subprocess.run(
-            user.wrap([*user.cli, "--help"]), capture_output=True, text=True, check=False, cwd=ROOT
-        )
+        check = _runs(user)
+        if check.returncode != 0:
+            # A clone under a directory only root may enter (mktemp -d, /root): the user
+            # gets a copy of the sources and of the serving tier's packages instead.
+            site_dir, front = _copy_for_user(Path(home))
+            bootstrap.write_text(BOOTSTRAP.format(site=str(site_dir), front=front))
+            check = _runs(user)
         if check.returncode != 0:
             pytest.fail(f"the test user cannot run this checkout's CLI: {check.stderr[-800:]}")
         yield user
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _runs(user: User) -> subprocess.CompletedProcess[str]:
+    command = user.wrap([*user.cli, "--help"])
+    return subprocess.run(command, capture_output=True, text=True, check=False, cwd=user.home)
+
+
+def _copy_for_user(home: Path) -> tuple[Path, list[str]]:
+    """This checkout's sources and the installed distributions serving needs (the
+    package's requirements without extras, followed through), copied under ``home``
+    where the user can read them: (the site directory, the source directories)."""
+    site_dir = home / "site-packages"
+    todo: list[tuple[str, str]] = [("openenv-mcp", "")]  # (distribution, extra)
+    seen: set[tuple[str, str]] = set()
+    copied: set[str] = set()
+    while todo:
+        name, extra = todo.pop()
+        name = canonicalize_name(name)
+        if (name, extra) in seen:
+            continue
+        seen.add((name, extra))
+        dist = distribution(name)
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+                todo += [(requirement.name, e) for e in ("", *requirement.extras)]
+        if name == "openenv-mcp" or name in copied:  # editable: its sources are copied below
+            continue
+        copied.add(name)
+        for file in dist.files or []:
+            source = Path(str(dist.locate_file(file)))
+            target = site_dir / file
+            if ".." in file.parts or not source.is_file():  # scripts in bin/, missing files
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    # The entry points (which env is where) come from the package's metadata.
+    meta = distribution("openenv-mcp")
+    info = site_dir / f"openenv_mcp-{meta.version}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    for name in ("METADATA", "entry_points.txt"):
+        text = meta.read_text(name)
+        if text is not None:
+            (info / name).write_text(text)
+    sources = home / "src"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "openenv_mcp", sources / "openenv_mcp", ignore=ignore)
+    shutil.copytree(ROOT / "envs", sources / "envs", ignore=ignore)
+    for tree in (site_dir, sources):
+        for path in (tree, *tree.rglob("*")):
+            path.chmod(0o755 if path.is_dir() or path.stat().st_mode & 0o100 else 0o644)
+    return site_dir, [str(sources), str(sources / "envs")]
