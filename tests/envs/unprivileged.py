@@ -183,8 +183,8 @@ def _runs(user: User) -> subprocess.CompletedProcess[str]:
 
 def _copy_for_user(home: Path) -> tuple[Path, list[str]]:
     """This checkout's sources and the installed distributions serving needs (the
-    package's requirements without extras, followed through), copied under ``home``
-    where the user can read them: (the site directory, the source directories)."""
+    package's own requirements, then theirs, with the extras each one names), copied
+    under ``home`` where the user can read them: (the site directory, the sources)."""
     site_dir = home / "site-packages"
     todo: list[tuple[str, str]] = [("openenv-mcp", "")]  # (distribution, extra)
     seen: set[tuple[str, str]] = set()
