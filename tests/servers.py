@@ -26,6 +26,12 @@ import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 
+from openenv_mcp._compat import (
+    CLIENT_CAPABILITIES_META,
+    CLIENT_INFO_META,
+    LATEST_VERSION,
+    VERSION_META,
+)
 from openenv_mcp.options import parse_cli_options
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import build_server
@@ -287,6 +293,30 @@ INITIALIZE = {
         "clientInfo": {"name": "fuzz", "version": "0"},
     },
 }
+
+
+def sessionless_meta(client: str = "probe") -> dict[str, Any]:
+    """The ``_meta`` a sessionless (2026-07-28) request carries in place of a session."""
+    return {
+        VERSION_META: LATEST_VERSION,
+        CLIENT_INFO_META: {"name": client, "version": "0"},
+        CLIENT_CAPABILITIES_META: {},
+    }
+
+
+def sessionless_call(
+    tool: str, arguments: dict[str, Any] | None = None, client: str = "probe"
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """A sessionless ``tools/call`` of ``tool``: the MCP headers the spec asks beside it,
+    and its JSON-RPC body."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments or {}, "_meta": sessionless_meta(client)},
+    }
+    headers = {"mcp-protocol-version": LATEST_VERSION, "mcp-method": "tools/call", "mcp-name": tool}
+    return headers, body
 
 
 def ensure_installed(script: str, what: str, *args: str) -> str:

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp._compat import LATEST_VERSION
 from openenv_mcp.server._token import TOKEN_ENV
-from tests.servers import ROOT, free_port, serve_args, stop
+from tests.servers import ROOT, free_port, serve_args, sessionless_call, stop
 
 #: The bearer token every server here requires (passed the way a deployment should:
 #: in the environment).
@@ -112,24 +111,12 @@ def call(
 ) -> dict[str, Any]:
     """A sessionless (2026-07-28) ``tools/call`` with ``token``, from address ``source``
     (any 127.x.y.z: loopback is a whole /8); its JSON-RPC result."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": LATEST_VERSION,
-        "io.modelcontextprotocol/clientInfo": {"name": "limits-test", "version": "0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments, "_meta": meta},
-    }
+    mcp_headers, body = sessionless_call(tool, arguments, client="limits-test")
     headers = {
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
         "authorization": f"Bearer {token}",
-        "mcp-protocol-version": LATEST_VERSION,
-        "mcp-method": "tools/call",
-        "mcp-name": tool,
+        **mcp_headers,
     }
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0))
     try:

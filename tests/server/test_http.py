@@ -16,7 +16,7 @@ from openenv_mcp.cli import app
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._http import http_run_options
 from tests.figures import record_figure
-from tests.servers import INITIALIZE, http_server
+from tests.servers import INITIALIZE, http_server, sessionless_call
 
 pytestmark = pytest.mark.integration
 
@@ -84,29 +84,6 @@ def test_non_loopback_bind_needs_a_token() -> None:
     assert result.exit_code == 2 and "needs a bearer token" in result.output
 
 
-def sessionless_call(tool: str) -> tuple[dict[str, str], bytes]:
-    """Headers and body of a 2026-07-28 tools/call: the kind the HTTP fast lane answers."""
-    from mcp_types.version import LATEST_MODERN_VERSION
-
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": LATEST_MODERN_VERSION,
-        "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": {}, "_meta": meta},
-    }
-    headers = {
-        "mcp-protocol-version": LATEST_MODERN_VERSION,
-        "mcp-method": "tools/call",
-        "mcp-name": tool,
-    }
-    return headers, json.dumps(body).encode()
-
-
 def post_chunked(url: str, headers: dict[str, str], size: int) -> tuple[int, str]:
     """POST ``size`` bytes as a chunked body (no Content-Length to check up front)."""
     parts = urllib.parse.urlsplit(url)
@@ -140,7 +117,8 @@ def test_each_attack_is_rejected() -> None:
     """Every guard holds for the calls the fast lane answers too; the figures are reported."""
     token = {"Authorization": "Bearer s3cret"}
     with http_server("echo", "--auth-token", "s3cret") as url:
-        lane, call = sessionless_call("reset")
+        lane, request = sessionless_call("reset")
+        call = json.dumps(request).encode()
         attacks = {
             "wrong Host": {**token, "Host": "evil.example"},
             "wrong Origin": {**token, "Origin": "http://evil.example"},

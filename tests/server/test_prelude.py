@@ -26,17 +26,13 @@ from mcp.client.stdio import StdioServerParameters
 from openenv_mcp._launch import serves_stdio
 from openenv_mcp.server._answers import CACHE_ENV, AnswerBook
 from openenv_mcp.server._prelude import PRIVATE_ID, Answerer
-from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call
+from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call, sessionless_meta
 
 pytestmark = pytest.mark.anyio
 
 LEGACY = "2025-06-18"
 MODERN = "2026-07-28"
-_ENVELOPE = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+_ENVELOPE = sessionless_meta("t")
 
 
 # -- unit: what the prelude may answer ------------------------------------------------------
