@@ -10,6 +10,7 @@ already up after the first start.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,8 +29,24 @@ def serves_stdio(argv: Sequence[str]) -> bool:
 _FRONT_ONLY = frozenset({"--stdio", "--episode-host"})
 
 
+def _env_file_readable() -> None:
+    """FastMCP's settings read ``.env`` from the working directory when it is imported,
+    and a ``PermissionError`` there ends the process: a server started (by a service
+    manager, ``sudo -u``, a harness) in a directory its user may not search died before
+    serving. There the file FastMCP reads is the null device instead (as if none)."""
+    if "FASTMCP_ENV_FILE" in os.environ:
+        return
+    try:
+        os.stat(".env")
+    except FileNotFoundError:
+        return
+    except OSError:
+        os.environ["FASTMCP_ENV_FILE"] = os.devnull
+
+
 def main() -> None:
     """Run the ``openenv-mcp`` command."""
+    _env_file_readable()
     argv = sys.argv[1:]
     if serves_stdio(argv) and "--episode-host" in argv and "--episode-host-socket" not in argv:
         # A thin front: it relays to this user's episode host, importing nothing heavy.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from openenv_mcp.cli import app, parse_env_options
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.registry import get_env_class
+from tests.envs.unprivileged import unprivileged_user
 from tests.servers import CLI, INITIALIZE, ROOT, stop
 
 runner = CliRunner()
@@ -174,3 +176,30 @@ def test_serve_ray_refuses_what_cannot_work_before_starting_a_cluster(
     result = runner.invoke(app, ["serve", "echo", *args])
     assert result.exit_code != 0
     assert says in result.output, result.output
+
+
+@pytest.mark.integration
+def test_a_server_started_where_its_user_cannot_look_serves() -> None:
+    """A working directory its user may not search (a service manager's, ``sudo -u``
+    from root's home): FastMCP's settings stat ``.env`` there at import, which killed
+    the server with a PermissionError before it answered anything."""
+    with unprivileged_user() as user:
+        shut = os.path.join(user.home, "shut")
+        os.mkdir(shut)
+        if os.geteuid() == 0:
+            os.chown(shut, user.uid, user.gid)
+        python, bootstrap = user.cli
+        # As the user: enter the directory, then take away its own right to search it.
+        script = f"cd {shut} && chmod 000 {shut} && exec {python} {bootstrap} serve echo --stdio"
+        done = subprocess.run(
+            user.wrap(["sh", "-c", script]),
+            input=json.dumps(INITIALIZE) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        os.chmod(shut, 0o700)  # so the home can be removed
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout.splitlines()[0])
+    assert answer["result"]["serverInfo"]["name"] == "openenv-echo"
