@@ -30,6 +30,7 @@ import contextlib
 import itertools
 import logging
 import pickle
+import select
 import signal
 import socket
 import subprocess
@@ -91,7 +92,9 @@ def _worker_main(fd: int) -> None:
         with contextlib.suppress(Exception):
             conn.send(("failed", traceback.format_exc(limit=8)))
         return
-    conn.send(("ready", time.perf_counter() - started))
+    # When, on the machine's monotonic clock (one for every process): the server judges
+    # the start from this, not from when it first needs the worker.
+    conn.send(("ready", (time.perf_counter() - started, time.monotonic())))
     episodes: dict[int, EpisodePipeline] = {}
 
     def run(key: int, op: Op[Any]) -> tuple[str, Any]:
@@ -188,6 +191,11 @@ class _Share:
     error: Exception | None = None
 
 
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has something to read now (without waiting)."""
+    return bool(select.select([fd], [], [], 0)[0])
+
+
 class _Worker:
     """One worker process and its socket; one message in flight at a time."""
 
@@ -200,7 +208,7 @@ class _Worker:
         self.start_timeout = start_timeout
         #: Seconds from spawning the process to its "ready" (once it has said so).
         self.start_seconds: float | None = None
-        self._spawned = time.perf_counter()
+        self._spawned = time.monotonic()
         parent, child = socket.socketpair()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "openenv_mcp.server._workers", str(child.fileno())],
@@ -224,24 +232,33 @@ class _Worker:
             self.conn.send_bytes(setup)
 
     async def _await_ready(self) -> None:
-        """Wait (bounded by ``start_timeout``) for the worker to say it is set up."""
+        """Wait for the worker to say it is set up, within ``start_timeout`` of its spawn
+        (however long before its first call that was)."""
+        too_slow = WorkerDied(
+            f"{self.name} did not start within {self.start_timeout:g}s (worker_start_timeout)"
+        )
         answered = False
-        with anyio.move_on_after(self.start_timeout):
+        with anyio.move_on_after(self._spawned + self.start_timeout - time.monotonic()):
             await anyio.wait_readable(self.conn.fileno())
             answered = True
-        if not answered:
+        if not answered and not _readable(self.conn.fileno()):
             self.kill()
-            raise WorkerDied(
-                f"{self.name} did not start within {self.start_timeout:g}s (worker_start_timeout)"
-            )
+            raise too_slow
         kind, detail = self._receive()
         if kind != "ready":
             self.kill()
             raise WorkerDied(f"{self.name} failed to start:\n{detail}")
+        setting_up, ready_at = detail
+        self.start_seconds = ready_at - self._spawned
+        if self.start_seconds > self.start_timeout:
+            self.kill()
+            raise too_slow
         self.ready = True
-        self.start_seconds = time.perf_counter() - self._spawned
         log.info(
-            "%s ready in %.2f s (%.2f s of it setting up)", self.name, self.start_seconds, detail
+            "%s ready in %.2f s (%.2f s of it setting up)",
+            self.name,
+            self.start_seconds,
+            setting_up,
         )
 
     async def round_trip(self, message: Message, timeout: float) -> list[tuple[str, Any]]:
