@@ -17,6 +17,9 @@ import orjson
 
 __all__ = ["dumps", "loads_exact"]
 
+#: Deepest nesting a message may have (orjson's own limit).
+MAX_DEPTH = 1024
+
 # 2**64 has 20 digits: any integer orjson cannot hold has at least that many.
 _LONG_NUMBER = re.compile(rb"[0-9]{20}")
 
@@ -26,16 +29,22 @@ def loads_exact(data: bytes) -> Any:
 
     Python's json writes NaN and Infinity (a diverged policy's float action), which
     orjson refuses: they are read too, rather than leaving a request unanswered.
+    Nesting deeper than orjson's limit (1,024) is refused, never handed to Python's
+    json to exhaust the interpreter's recursion.
 
     Raises:
-        ValueError: the data is not JSON.
+        ValueError: the data is not JSON, or is nested too deep.
     """
     if _LONG_NUMBER.search(data) is None:
         try:
             return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(data)
+        except orjson.JSONDecodeError as exc:
+            if "depth limit" in str(exc):
+                raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
 
 
 def dumps(message: Any) -> bytes:

@@ -819,6 +819,11 @@ def _decode_array(space: spaces.Space[Any], data: Any, check: bool, where: str) 
                 f"{where}expected an array of shape {list(shape)} for {_space_text(space)}, "
                 f"got {_what(data)}"
             )
+        if check and not isinstance(data, np.ndarray) and not _numbers_only(data, dtype):
+            raise InvalidAction(
+                f"{where}expected an array of numbers of shape {list(shape)} for {space}, "
+                f"got {_quote(data)} (strings and booleans are not numbers here)"
+            )
         try:
             values = np.asarray(data, dtype=np.float64 if check else dtype)
         except (TypeError, ValueError):
@@ -853,6 +858,23 @@ def _decode_array(space: spaces.Space[Any], data: Any, check: bool, where: str) 
             )
         raise InvalidAction(f"{where}{_short(array)} is not in {space}")
     return array
+
+
+def _numbers_only(data: Any, dtype: np.dtype[Any]) -> bool:
+    """Whether ``data`` is a number or nested lists of numbers, as the schema says:
+    numpy would read ``"0.5"`` and ``true`` as numbers. Booleans only for a boolean
+    array. Walked without recursion: a list may be nested a thousand deep."""
+    allowed: tuple[type, ...] = (int, float, np.number)
+    if dtype.kind == "b":
+        allowed = (*allowed, np.bool_)
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif not isinstance(item, allowed) or (isinstance(item, bool) and dtype.kind != "b"):
+            return False
+    return True
 
 
 def _decode_graph(space: spaces.Graph, data: Any, check: bool, where: str) -> spaces.GraphInstance:

@@ -110,6 +110,12 @@ def test_value_schemas_are_valid_and_met_by_samples(space: spaces.Space[Any]) ->
         (spaces.Box(-2.0, 2.0, (1,), np.float32), "left", "got str 'left'"),
         (spaces.Box(-2.0, 2.0, (1,), np.float32), [float("nan")], "NaN"),
         (spaces.Box(0, 9, (2,), np.int64), [1.5, 2], "integers"),
+        # numpy reads "0.5" and true as numbers; the schema says numbers (issue 32)
+        (spaces.Box(-2.0, 2.0, (1,), np.float32), ["0.5"], r"got \['0\.5'\].*not numbers"),
+        (spaces.Box(-2.0, 2.0, (2,), np.float32), [0.5, True], "booleans are not numbers"),
+        (spaces.Box(-2.0, 2.0, (2, 1), np.float32), [[0.5], [True]], "not numbers"),
+        (spaces.Box(0, 9, (2,), np.int64), [1, True], "not numbers"),
+        (spaces.MultiBinary(2), [True, False], "not numbers"),
         (spaces.Tuple((spaces.Discrete(2), spaces.Discrete(2))), [0], "list of 2"),
         (spaces.Tuple((spaces.Discrete(2), spaces.Discrete(2))), [0, 7], r"\[1\]: 7 is out"),
         (spaces.Dict({"a": spaces.Discrete(2)}), {"b": 0}, r"keys \['a'\].*got keys \['b'\]"),
@@ -124,6 +130,11 @@ def test_bad_values_are_refused_with_reasons(
 ) -> None:
     with pytest.raises(InvalidAction, match=message):
         decode(space, value)
+
+
+def test_a_boolean_box_takes_booleans() -> None:
+    space = spaces.Box(0, 1, (2,), dtype=np.bool_)
+    assert decode(space, [True, False]).tolist() == [True, False]
 
 
 def test_a_bare_number_fills_a_one_element_box() -> None:

@@ -129,7 +129,7 @@ async def serve(
             from openenv_mcp.server._http import OPENENV_PATH
             from openenv_mcp.server._openenv import mount_openenv
 
-            mount_openenv(server, app, http_options["allowed_hosts"], auth_token)
+            mount_openenv(server, app)
             log.info("OpenEnv's protocol: http://%s:%d%s", host, port, OPENENV_PATH)
         if web:
             from openenv_mcp.server._web import WEB_PATH, mount_web

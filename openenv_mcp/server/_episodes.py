@@ -95,6 +95,10 @@ class Episode:
     last_view: dict[str, Any] | None = None
     #: The client that created it (``current_client``), whose cap it counts against.
     client: str | None = None
+    #: Made by a protocol whose clients never close episodes (OpenEnv's plain HTTP
+    #: routes): at its client's cap the least recently used such episode is closed to
+    #: make room, as OpenEnv's own server forgets an HTTP episode after each call.
+    reclaimable: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,8 @@ class Snapshot:
     saved: SavedEpisode
     #: What it holds, in bytes (:func:`held_bytes`), counted against ``max_snapshot_mib``.
     nbytes: int = 0
+    #: The client that took it, whose share of the snapshot budget it counts against.
+    client: str | None = None
 
 
 def held_bytes(value: Any, depth: int = 0) -> int:
@@ -336,7 +342,8 @@ class EpisodeTable:
         return cap if cap is not None else max(1, self.settings.max_episodes // 4)
 
     async def _check_client_cap(self, client: str) -> None:
-        """Refuse a new episode to a client holding its cap, after evicting its idle ones.
+        """Refuse a new episode to a client holding its cap, after closing its idle ones
+        and then, if it still holds its cap, its least recently used reclaimable one.
 
         Raises:
             ServerFull: naming the cap, the client and what to do.
@@ -345,6 +352,8 @@ class EpisodeTable:
         if self._held_by(client) < cap:
             return
         await self.evict_idle(client)
+        if self._held_by(client) >= cap:
+            await self._reclaim(client)
         held = self._held_by(client)
         if held >= cap:
             raise ServerFull(
@@ -354,6 +363,18 @@ class EpisodeTable:
                 f"for idle ones to be evicted after {self.settings.idle_timeout:g}s, or ask "
                 "the server's operator to raise --max-episodes-per-client"
             )
+
+    async def _reclaim(self, client: str) -> None:
+        """Close ``client``'s least recently used reclaimable episode not in a call."""
+        mine = [
+            e
+            for e in self.episodes.values()
+            if e.client == client and e.reclaimable and not e.lock.locked()
+        ]
+        if mine:
+            oldest = min(mine, key=lambda e: e.last_used)
+            log.info("closing %s to make room for its client", public_id(oldest.id))
+            await self.close(oldest.id)
 
     def _held_by(self, client: str) -> int:
         return sum(1 for e in self.episodes.values() if e.client == client)
@@ -415,27 +436,61 @@ class EpisodeTable:
         return len(stale)
 
     def add_snapshot(self, episode: Episode, saved: SavedEpisode) -> Snapshot:
-        """Keep ``saved`` (a snapshot of ``episode``) under a new handle."""
-        if len(self.snapshots) >= self.settings.max_snapshots:
+        """Keep ``saved`` (a snapshot of ``episode``) under a new handle.
+
+        Raises:
+            ServerFull: past ``max_snapshots`` or ``max_snapshot_mib``, or, for an HTTP
+                client, past its share of them: the share of ``max_episodes`` that its
+                episode cap is, so one client cannot take every snapshot either.
+        """
+        size = held_bytes(saved)
+        settings = self.settings
+        if len(self.snapshots) >= settings.max_snapshots:
             raise ServerFull(
                 f"server full: {len(self.snapshots)} live snapshots (max_snapshots="
-                f"{self.settings.max_snapshots}); release snapshots you no longer need"
+                f"{settings.max_snapshots}); release snapshots you no longer need"
             )
-        size = held_bytes(saved)
-        budget = int(self.settings.max_snapshot_mib * 2**20)
+        budget = int(settings.max_snapshot_mib * 2**20)
         if self.snapshot_bytes + size > budget:
             raise ServerFull(
                 f"server full: this snapshot holds {size / 2**20:.1f} MiB and the live "
                 f"snapshots {self.snapshot_bytes / 2**20:.1f} MiB of at most "
-                f"{self.settings.max_snapshot_mib:g} MiB (max_snapshot_mib); release "
+                f"{settings.max_snapshot_mib:g} MiB (max_snapshot_mib); release "
                 "snapshots you no longer need"
             )
-        handle = _handle("snap", self.settings.shard)
-        snapshot = Snapshot(id=handle, episode_id=episode.id, saved=saved, nbytes=size)
+        client = current_client.get()
+        if client is not None:
+            self._check_client_snapshots(client, size)
+        handle = _handle("snap", settings.shard)
+        snapshot = Snapshot(handle, episode.id, saved, nbytes=size, client=client)
         self.snapshots[snapshot.id] = snapshot
         self.snapshot_bytes += size
         episode.snapshots.add(snapshot.id)
         return snapshot
+
+    def _check_client_snapshots(self, client: str, size: int) -> None:
+        """Refuse a snapshot past ``client``'s share of the snapshot limits."""
+        share = self.client_cap / self.settings.max_episodes
+        most = max(1, int(self.settings.max_snapshots * share))
+        budget = self.settings.max_snapshot_mib * 2**20 * share
+        mine = [s for s in self.snapshots.values() if s.client == client]
+        held = sum(s.nbytes for s in mine)
+        why = ""
+        if len(mine) >= most:
+            why = f"holds {len(mine)} live snapshots, its share of max_snapshots ({most})"
+        elif held + size > budget:
+            why = (
+                f"holds {held / 2**20:.1f} MiB of live snapshots and this one "
+                f"{size / 2**20:.1f} MiB, over its share of max_snapshot_mib "
+                f"({budget / 2**20:g} MiB)"
+            )
+        if why:
+            raise ServerFull(
+                f"this client (address {client}) {why}: each client may hold the share of "
+                f"the snapshot limits that its episode cap is of max_episodes "
+                f"({self.client_cap} of {self.settings.max_episodes}); release snapshots "
+                "you no longer need"
+            )
 
     def _forget_snapshot(self, snapshot_id: str) -> None:
         snapshot = self.snapshots.pop(snapshot_id, None)

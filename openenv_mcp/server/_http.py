@@ -9,6 +9,7 @@ import base64
 import hmac
 import ipaddress
 import json
+import logging
 import urllib.parse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,8 @@ __all__ = [
     "mount_health",
 ]
 
+log = logging.getLogger("openenv_mcp.server")
+
 #: Where the MCP endpoint is served.
 MCP_PATH = "/mcp"
 #: Where OpenEnv's protocol is served (``serve --openenv``): its clients' base URL.
@@ -86,46 +89,99 @@ async def _reject(
 
 
 class GuardMiddleware:
-    """Bearer token (when set) and body size, checked before MCP sees a request."""
+    """Who is calling, the bearer token (when set), the Origin rule and the body size,
+    checked before any route sees a request or a WebSocket handshake.
 
-    def __init__(self, app: ASGIApp, token: str | None, max_body: int = MAX_BODY) -> None:
+    FastMCP's Host/Origin guard sees plain HTTP only; a handshake (``/openenv/ws``)
+    meets the same rules here: the Host names this server, the token, and the caller
+    is counted for the per-client caps like any request.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str | None,
+        max_body: int = MAX_BODY,
+        allowed_hosts: Sequence[str] = ("127.0.0.1", "localhost", "[::1]"),
+    ) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.max_body = max_body
+        self.allowed_hosts = {_host_of(h) for h in allowed_hosts}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        # Who is calling, for the per-client episode cap: the client's address as
-        # uvicorn gives it (X-Forwarded-For counts only from FORWARDED_ALLOW_IPS).
+        # Who is calling, for the per-client caps (episodes, snapshots): the client's
+        # address as uvicorn gives it (X-Forwarded-For counts only from
+        # FORWARDED_ALLOW_IPS), over a socket as over a request.
         client = scope.get("client")
         reset = current_client.set(str(client[0]) if client else "unknown")
         try:
-            await self._guard(scope, receive, send)
+            if kind == "websocket":
+                await self._guard_socket(scope, receive, send)
+            else:
+                await self._guard(scope, receive, send)
         finally:
             current_client.reset(reset)
 
+    def _token_refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> str | None:
+        """Why the request lacks the token (naming how to give it), or ``None``."""
+        if self.token is None or scope.get("path") == HEALTH_PATH:
+            return None
+        given = headers.get(b"authorization", b"")
+        if (
+            hmac.compare_digest(given, b"Bearer " + self.token)
+            or _page_token(scope, headers, self.token)
+            or _openenv_token(scope, given, self.token)
+        ):
+            return None
+        what = "a wrong bearer token" if given else "no Authorization header"
+        how = "'Authorization: Bearer <token>'"
+        path = str(scope.get("path", ""))
+        if path.startswith("/web"):
+            how += " (a browser: open /web/?token=<token>)"
+        elif path.startswith(OPENENV_PATH):
+            how += " (or http://any:TOKEN@host as the base URL)"
+        return f"{what}: this server requires {how}"
+
+    async def _guard_socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        why = None
+        if _host_of(host) not in self.allowed_hosts:
+            why = f"Host {host!r} is not one this server answers to"
+        elif not _same_origin(headers, scope):
+            why = _cross_origin(headers, "a WebSocket")
+        else:
+            why = self._token_refusal(scope, headers)
+        if why is None:
+            await self.app(scope, receive, send)
+            return
+        log.warning("WebSocket to %s refused: %s", scope.get("path"), why)
+        # Before accepting, a close is answered as HTTP 403 with no body: the reason
+        # goes in the close frame for clients that read it, and to the log.
+        await send({"type": "websocket.close", "code": 1008, "reason": why[:120]})
+
     async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or [])
-        if self.token is not None and scope.get("path") != HEALTH_PATH:
-            given = headers.get(b"authorization", b"")
-            if (
-                not hmac.compare_digest(given, b"Bearer " + self.token)
-                and not _page_token(scope, headers, self.token)
-                and not _openenv_token(scope, given, self.token)
-            ):
-                what = "a wrong bearer token" if given else "no Authorization header"
-                how = "'Authorization: Bearer <token>'"
-                if str(scope.get("path", "")).startswith("/web"):
-                    how += " (a browser: open /web/?token=<token>)"
-                await _reject(
-                    send,
-                    401,
-                    f"this server requires {how}; got {what}",
-                    [(b"www-authenticate", b"Bearer")],
-                )
-                return
+        why = self._token_refusal(scope, headers)
+        if why is not None:
+            await _reject(send, 401, why, [(b"www-authenticate", b"Bearer")])
+            return
+        # A page of another origin can send a "simple" request (text/plain, a form, no
+        # type) with no CORS preflight: its effects happen although the page cannot
+        # read the answer. Anything else needs a preflight, which this server never
+        # approves, so on every route only simple requests need refusing here.
+        if (
+            scope.get("method") not in _SAFE_METHODS
+            and not _same_origin(headers, scope)
+            and _media_type(headers) != b"application/json"
+        ):
+            await _reject(send, 403, _cross_origin(headers, "a request"), [])
+            return
         length = headers.get(b"content-length")
         if length is not None:
             if not length.isdigit() or int(length) > self.max_body:
@@ -228,6 +284,46 @@ class DirectPath:
         await send({"type": "http.response.body", "body": reply})
 
 
+#: Methods that change nothing: a page of another origin may send them (it cannot read
+#: the answer without CORS, which this server never grants).
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _host_of(value: str) -> str:
+    """A Host header's (or host name's) host, lower case, without the port."""
+    host = value.strip().lower()
+    if host.startswith("["):
+        return host[: host.index("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _same_origin(headers: dict[bytes, bytes], scope: Scope) -> bool:
+    """Whether the request carries no Origin (no browser page sent it) or its page is
+    this server's own: scheme, host and port as the request addressed them.
+
+    Another loopback origin is another origin: any local web app (a dev server on
+    localhost:3000) has one, and must not drive this server's episodes."""
+    origin = headers.get(b"origin")
+    if origin is None:
+        return True
+    scheme = str(scope.get("scheme", "http"))
+    scheme = {"ws": "http", "wss": "https"}.get(scheme, scheme)
+    own = f"{scheme}://{headers.get(b'host', b'').decode('latin-1')}".lower()
+    return origin.decode("latin-1").strip().rstrip("/").lower() == own
+
+
+def _cross_origin(headers: dict[bytes, bytes], what: str) -> str:
+    origin = headers.get(b"origin", b"").decode("latin-1")
+    return (
+        f"{what} from another origin ({origin!r}) is refused: only this server's own "
+        "pages, or clients that send no Origin (and JSON, for requests), may act here"
+    )
+
+
+def _media_type(headers: dict[bytes, bytes]) -> bytes:
+    return headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+
+
 def _page_token(scope: Scope, headers: dict[bytes, bytes], token: bytes) -> bool:
     """Whether a request for the web page carries the token the way a browser can: the
     page itself as ``/web/?token=T`` (the address a person opens), its own requests
@@ -309,7 +405,7 @@ def http_run_options(
     hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     if not is_loopback(host):
         hosts.append(host)
-    middleware = [Middleware(GuardMiddleware, token=token)]
+    middleware = [Middleware(GuardMiddleware, token=token, allowed_hosts=hosts)]
     if direct is not None:
         middleware.append(Middleware(DirectPath, direct=direct))
     return {

@@ -26,17 +26,15 @@ or ``"raw"`` (our compact arrays), or ``"png"`` (a ``data:`` URL in ``frame``).
 
 Every episode operation goes through :class:`Episodes`, the one narrow use of
 the server's handlers here. HTTP routes sit behind the server's Host/Origin
-guard and token like ``/mcp``; the socket, which those guards do not see, checks
-the same rules itself (:func:`._openenv_wire.refusal`). OpenEnv's clients cannot set headers,
+guard and token like ``/mcp``, and the socket's handshake meets the same rules in
+:class:`._http.GuardMiddleware` (Host, Origin, token, the per-client caps). OpenEnv's
+clients cannot set headers,
 so a token may also come as HTTP Basic credentials (``http://any:TOKEN@host``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +44,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from openenv_mcp._version import __version__
+from openenv_mcp._wirejson import loads_exact
 from openenv_mcp.codecs import Frames
 from openenv_mcp.errors import (
     ArgumentError,
@@ -66,8 +65,6 @@ if TYPE_CHECKING:
     from openenv_mcp.server._app import EnvApp
 
 __all__ = ["Episodes", "OpenEnvRoutes", "mount_openenv"]
-
-log = logging.getLogger("openenv_mcp.server")
 
 # -- the episodes, through the server's handlers ------------------------------------------
 
@@ -113,12 +110,24 @@ class Episodes:
         return view
 
     async def reset(
-        self, episode_id: str | None, seed: int | None, options: dict[str, Any] | None, form: str
+        self,
+        episode_id: str | None,
+        seed: int | None,
+        options: dict[str, Any] | None,
+        form: str,
+        *,
+        reclaimable: bool = False,
     ) -> dict[str, Any]:
-        """Start a new episode (``episode_id`` ``None``) or restart one."""
+        """Start a new episode (``episode_id`` ``None``) or restart one; a
+        ``reclaimable`` one may be closed to make room for its client's next
+        (:attr:`~._episodes.Episode.reclaimable`)."""
         frames: Frames = "png" if form == "png" else "raw"
         call = _ResetCall(episode_id, seed, options or None, frames)
-        return await self._call(self.app.handlers.reset, call)
+        view = await self._call(self.app.handlers.reset, call)
+        episode = self.app.table.episodes.get(view["episode_id"])
+        if reclaimable and episode is not None:
+            episode.reclaimable = True
+        return view
 
     async def step(self, episode_id: str, action: Any, form: str) -> dict[str, Any]:
         """One action."""
@@ -141,11 +150,9 @@ class Episodes:
 class OpenEnvRoutes:
     """OpenEnv's routes over one served environment."""
 
-    def __init__(self, app: EnvApp, allowed_hosts: Sequence[str], token: str | None) -> None:
+    def __init__(self, app: EnvApp) -> None:
         self.app = app
         self.episodes = Episodes(app)
-        self.allowed_hosts = list(allowed_hosts)
-        self.token = token
         spec = app.spec
         self.array_obs = is_array_space(spec.observation_space)
         self.action_schema = {
@@ -208,18 +215,18 @@ class OpenEnvRoutes:
         if not raw.strip():
             return {}
         try:
-            body = json.loads(raw)
+            body = loads_exact(raw)
         except ValueError as exc:
-            raise ArgumentError(f"the body is not JSON: {exc}") from None
+            raise wire.BadBody(f"expected a JSON object as the body, got no JSON ({exc})") from None
         if not isinstance(body, dict):
-            raise ArgumentError(f"expected a JSON object, got {type(body).__name__}")
+            raise wire.BadBody(f"expected a JSON object as the body, got {type(body).__name__}")
         return body
 
     async def reset(self, request: Request) -> Response:
         try:
             body = await self._body(request)
             seed, form, options = wire.split_reset(body)
-            view = await self.episodes.reset(None, seed, options, form)
+            view = await self.episodes.reset(None, seed, options, form, reclaimable=True)
         except OpenEnvError as exc:
             return wire.error_response(exc)
         return wire.json_response(wire.observation_of(view, form, self.array_obs))
@@ -253,7 +260,7 @@ class OpenEnvRoutes:
     async def jsonrpc(self, request: Request) -> Response:
         """OpenEnv's plain JSON-RPC route: this server's tools, listed and called."""
         try:
-            message = json.loads(await request.body() or b"null")
+            message = loads_exact(await request.body() or b"null")
         except ValueError:
             return wire.json_response(
                 wire.rpc_error(None, -32700, "Parse error: the body is not JSON")
@@ -300,12 +307,6 @@ class OpenEnvRoutes:
         )
 
     async def websocket(self, websocket: WebSocket) -> None:
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in websocket.scope["headers"]}
-        why = wire.refusal(headers, self.allowed_hosts, self.token)
-        if why is not None:
-            log.warning("OpenEnv socket refused: %s", why)
-            await websocket.close(code=1008, reason=why[:120])
-            return
         await websocket.accept()
         session = _Session(self, websocket)
         try:
@@ -329,7 +330,7 @@ class _Session:
         while True:
             raw = await self.websocket.receive_text()
             try:
-                message = json.loads(raw)
+                message = loads_exact(raw.encode())
             except ValueError as exc:
                 await self._send_error(f"Invalid JSON: {exc}", "INVALID_JSON")
                 continue
@@ -379,11 +380,9 @@ class _Session:
             self.episode_id = None
 
 
-def mount_openenv(
-    server: FastMCP, app: EnvApp, allowed_hosts: Sequence[str], token: str | None
-) -> None:
+def mount_openenv(server: FastMCP, app: EnvApp) -> None:
     """Serve OpenEnv's routes under :data:`~._http.OPENENV_PATH` on ``server``'s HTTP app."""
     from openenv_mcp._compat import add_http_route
 
-    routes = OpenEnvRoutes(app, allowed_hosts, token)
+    routes = OpenEnvRoutes(app)
     add_http_route(server, Mount(OPENENV_PATH, routes=routes.routes()))

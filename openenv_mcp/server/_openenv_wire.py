@@ -1,5 +1,5 @@
 """OpenEnv's wire forms for :mod:`._openenv`: observations, states, errors, the schemas
-and OpenAPI document its clients and validator read, and the socket's own guard.
+and OpenAPI document its clients and validator read.
 
 Nothing here touches an episode: :mod:`._openenv` drives them and writes what they
 answer in these forms.
@@ -7,9 +7,6 @@ answer in these forms.
 
 from __future__ import annotations
 
-import hmac
-import urllib.parse
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +21,6 @@ from openenv_mcp.errors import (
     ServerFull,
     UnknownEpisode,
 )
-from openenv_mcp.server._http import basic_token_ok, is_loopback
 from openenv_mcp.server._results import error_text
 from openenv_mcp.spaces import value_schema
 
@@ -34,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMS",
     "STATE_SCHEMA",
+    "BadBody",
     "action_of",
     "dumps",
     "error_code",
@@ -42,7 +39,6 @@ __all__ = [
     "observation_of",
     "observation_schema",
     "openapi",
-    "refusal",
     "rpc_error",
     "split_reset",
     "state_of",
@@ -168,45 +164,20 @@ def action_of(data: Any) -> Any:
     return data["action"]
 
 
-# -- the socket's own guard ------------------------------------------------------------------
+class BadBody(ArgumentError):
+    """A request body that is not a JSON object (malformed, nested too deep): HTTP 400,
+    as ``/mcp`` answers it; its wire code stays ``ArgumentError``."""
 
-
-def _host_of(value: str) -> str:
-    host = value.strip().lower()
-    if host.startswith("["):
-        return host[: host.index("]") + 1] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def refusal(headers: dict[str, str], allowed_hosts: Sequence[str], token: str | None) -> str | None:
-    """Why a WebSocket handshake breaks the rules ``/mcp`` enforces, or ``None``.
-
-    The same three: the Host header names this server (DNS rebinding), an Origin,
-    if sent, is this server's or loopback's, and the token (Bearer, or Basic
-    credentials whose password it is) where one is set.
-    """
-    host = _host_of(headers.get("host", ""))
-    if host not in {_host_of(h) for h in allowed_hosts}:
-        return f"Host {headers.get('host', '')!r} is not one this server answers to"
-    origin = headers.get("origin")
-    if origin:
-        origin_host = urllib.parse.urlsplit(origin).hostname or ""
-        same = _host_of(origin.split("://", 1)[-1]) == host
-        if not same and not (is_loopback(origin_host) and is_loopback(host.strip("[]"))):
-            return f"Origin {origin!r} is not this server's"
-    if token is not None:
-        given = headers.get("authorization", "")
-        if not (
-            hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
-            or basic_token_ok(given, token)
-        ):
-            return "a bearer token is required (Authorization: Bearer, or http://any:TOKEN@host)"
-    return None
+    @property
+    def code(self) -> str:
+        return "ArgumentError"
 
 
 def error_response(exc: OpenEnvError) -> Response:
     status = 422 if isinstance(exc, ArgumentError) else 409
-    if isinstance(exc, ServerFull):
+    if isinstance(exc, BadBody):
+        status = 400
+    elif isinstance(exc, ServerFull):
         status = 503
     elif isinstance(exc, UnknownEpisode):
         status = 404

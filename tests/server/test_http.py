@@ -142,3 +142,27 @@ def test_each_attack_is_rejected() -> None:
         + ", ".join(f"{name} {status}" for name, status in seen.items())
         + "; the right Host, Origin and token accepted (200)"
     )
+
+
+def test_another_local_origin_cannot_drive_openenv_routes() -> None:
+    """With no token, a page of another loopback origin (any local web app) could open
+    OpenEnv's socket and send text/plain resets (issue 32): every route and method now
+    meets one Origin rule, over real sockets."""
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    with http_server("echo", "--openenv") as url:
+        base = url.removesuffix("/mcp")
+        ws_url = base.replace("http://", "ws://") + "/openenv/ws"
+        with pytest.raises(InvalidStatus) as refused:
+            connect(ws_url, origin="http://localhost:3000", open_timeout=30)
+        assert refused.value.response.status_code == 403
+        with connect(ws_url, origin=base, open_timeout=30) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+        reset = f"{base}/openenv/reset"
+        plain = {"content-type": "text/plain", "Origin": "http://localhost:3000"}
+        status, body = post(reset, plain, b"{}")
+        assert status == 403 and "another origin ('http://localhost:3000')" in body
+        assert post(reset, {"content-type": "text/plain"}, b"{}")[0] == 200  # no page sent it
+        assert post(reset, {"Origin": "http://localhost:3000"}, b"{}")[0] == 200  # JSON: preflight

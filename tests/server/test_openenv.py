@@ -24,7 +24,7 @@ from websockets.sync.client import connect
 from openenv_mcp.codecs import decode_raw
 from tests.figures import record_figure
 from tests.openenv_procs import openenv_cli
-from tests.servers import http_server
+from tests.servers import ensure_installed, http_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -63,6 +63,8 @@ def atari_base() -> Iterator[str]:
 
 @pytest.mark.parametrize("env", sorted(BUNDLED))
 def test_openenv_validate_passes_and_its_client_plays(env: str) -> None:
+    if env == "coding":  # its sandbox needs bubblewrap, whichever test runs first
+        ensure_installed("ensure_debian.sh", "bubblewrap", "bubblewrap", "bwrap")
     with http_server(env, "--openenv", *BUNDLED[env]) as url:
         base = url.removesuffix("/mcp") + "/openenv"
         if env == "echo":  # the command itself, once

@@ -9,14 +9,16 @@ import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from fastmcp import FastMCP
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from openenv_mcp.server import build_server, get_app
 from openenv_mcp.server._http import guarded_app
 from openenv_mcp.server._openenv import mount_openenv
-from openenv_mcp.server._openenv_wire import refusal
 from openenv_mcp.server._web import mount_web
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +30,7 @@ HOSTS = ["127.0.0.1", "localhost", "[::1]"]
 def openenv_app(server: FastMCP, token: str | None = None) -> Any:
     app = get_app(server)
     mount_web(server, app, token)
-    mount_openenv(server, app, HOSTS, token)
+    mount_openenv(server, app)
     return guarded_app(server, "127.0.0.1", token)
 
 
@@ -70,7 +72,8 @@ async def test_bad_input_is_named(echo: Any) -> None:
         )
         assert gone.status_code == 404 and gone.json()["code"] == "UnknownEpisode"
         not_json = await http.post("/openenv/reset", content=b"{")
-        assert not_json.status_code == 422
+        assert not_json.status_code == 400  # malformed, as /mcp answers it
+        assert "expected a JSON object as the body, got no JSON" in not_json.json()["detail"]
 
 
 async def test_schema_metadata_and_openapi_are_what_openenv_reads(echo: Any) -> None:
@@ -136,20 +139,95 @@ async def test_the_guard_covers_openenv_routes() -> None:
         await get_app(server).aclose()
 
 
-def test_the_socket_refusals_name_the_rule() -> None:
-    ok = {"host": "127.0.0.1:8765"}
-    assert refusal(ok, HOSTS, None) is None
-    assert (
-        refusal({"host": "localhost:8765", "origin": "http://127.0.0.1:3000"}, HOSTS, None) is None
-    )
-    assert "Host 'evil.example'" in str(refusal({"host": "evil.example"}, HOSTS, None))
-    foreign = {**ok, "origin": "https://evil.example"}
-    assert "Origin 'https://evil.example'" in str(refusal(foreign, HOSTS, None))
-    assert "token is required" in str(refusal(ok, HOSTS, "t"))
-    assert refusal({**ok, "authorization": "Bearer t"}, HOSTS, "t") is None
+def test_the_socket_meets_the_guards_rules() -> None:
+    """The handshake is refused, naming the rule, for a wrong Host, any page of another
+    origin (another loopback one included: a local web app), or a missing token."""
+    server = build_server("echo")
+    guarded = openenv_app(server, "t")
     basic = base64.b64encode(b"u:t").decode()
-    assert refusal({**ok, "authorization": f"Basic {basic}"}, HOSTS, "t") is None
-    assert refusal({"host": "[::1]:8765"}, HOSTS, None) is None
+    own = {"host": "127.0.0.1:8765"}  # the test client's own Host is "testserver"
+    bearer = {**own, "authorization": "Bearer t"}
+    refused = {
+        "Host 'evil.example'": {**bearer, "host": "evil.example"},
+        "another origin ('https://evil.example')": {**bearer, "origin": "https://evil.example"},
+        "another origin ('http://127.0.0.1:3000')": {**bearer, "origin": "http://127.0.0.1:3000"},
+        "no Authorization header": own,
+        "a wrong bearer token": {**own, "authorization": "Bearer guess"},
+    }
+    accepted = [bearer, {**own, "authorization": f"Basic {basic}"}, {**bearer, "origin": ORIGIN}]
+    try:
+        with TestClient(guarded, base_url=ORIGIN) as http:
+            for why, headers in refused.items():
+                with (
+                    pytest.raises(WebSocketDisconnect) as closed,
+                    http.websocket_connect("/openenv/ws", headers=headers) as ws,
+                ):
+                    ws.receive_text()
+                assert closed.value.code == 1008 and why in closed.value.reason, why
+            for headers in accepted:
+                with http.websocket_connect("/openenv/ws", headers=headers) as ws:
+                    ws.send_json({"type": "reset", "data": {"greeting": "hi"}})
+                    assert ws.receive_json()["type"] == "observation"
+    finally:
+        anyio.run(get_app(server).aclose)
+
+
+async def test_pages_of_other_origins_cannot_act(echo: Any) -> None:
+    """A page of another origin (another loopback one included) cannot send a simple
+    request (text/plain, a form: no preflight) to any route; reading routes answer, and
+    the server's own pages and JSON clients act as before."""
+    other = {"origin": "http://localhost:3000"}
+    text = {"content-type": "text/plain"}
+    async with client(echo) as http:
+        for path in ("/openenv/reset", "/openenv/step", "/openenv/mcp", "/mcp"):
+            answer = await http.post(path, content=b"{}", headers={**other, **text})
+            assert answer.status_code == 403, (path, answer.text)
+            assert "another origin ('http://localhost:3000')" in answer.json()["error"]
+            form = {**other, "content-type": "application/x-www-form-urlencoded"}
+            assert (await http.post(path, content=b"a=1", headers=form)).status_code == 403
+            assert (await http.post(path, content=b"{}", headers=other)).status_code == 403
+        assert (await http.get("/openenv/health", headers=other)).status_code == 200
+        own = {"origin": ORIGIN, **text}
+        assert (await http.post("/openenv/reset", content=b"{}", headers=own)).status_code == 200
+        assert (await http.post("/openenv/reset", json={}, headers=other)).status_code == 200
+        assert (await http.post("/openenv/reset", content=b"{}", headers=text)).status_code == 200
+
+
+async def test_deeply_nested_json_is_a_clear_400(echo: Any) -> None:
+    """Nesting past 1,024 levels (Python's json would recurse until it broke) is refused
+    as malformed: 400 naming the limit on the HTTP routes, a JSON-RPC parse error on its
+    JSON-RPC route; never a 500 with a traceback."""
+    deep = b'{"action": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    async with client(echo) as http:
+        for path in ("/openenv/reset", "/openenv/step"):
+            answer = await http.post(
+                path, content=deep, headers={"content-type": "application/json"}
+            )
+            assert answer.status_code == 400, answer.text
+            assert "nested deeper than 1024 levels" in answer.json()["detail"]
+            assert answer.json()["code"] == "ArgumentError"
+        answer = await http.post("/openenv/mcp", content=deep)
+        assert answer.status_code == 200 and answer.json()["error"]["code"] == -32700
+        reset = (await http.post("/openenv/reset", json={})).json()
+        body = {"episode_id": reset["observation"]["episode_id"], "action": {"action": "ok"}}
+        assert (await http.post("/openenv/step", json=body)).status_code == 200
+
+
+def test_deeply_nested_json_on_the_socket_keeps_the_session() -> None:
+    server = build_server("echo")
+    try:
+        with (
+            TestClient(openenv_app(server), base_url=ORIGIN) as http,
+            http.websocket_connect("/openenv/ws", headers={"host": "127.0.0.1:8765"}) as ws,
+        ):
+            ws.send_text("[" * 100_000 + "]" * 100_000)
+            error = ws.receive_json()
+            assert error["type"] == "error" and error["data"]["code"] == "INVALID_JSON"
+            assert "nested deeper than 1024 levels" in error["data"]["message"]
+            ws.send_json({"type": "reset", "data": {"greeting": "still here"}})
+            assert ws.receive_json()["data"]["observation"]["observation"] == "still here"
+    finally:
+        anyio.run(get_app(server).aclose)
 
 
 def test_openenv_is_for_http_servers() -> None:
