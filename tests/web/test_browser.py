@@ -287,3 +287,25 @@ def test_a_sharded_servers_page_sends_the_route_header(pages: Pages) -> None:
         )
         check("error" not in page.inner_text("#tool-result").lower())
         page.close()
+
+
+def test_the_pages_episodes_count_against_the_client_cap(pages: Pages) -> None:
+    """The page is a client like any other (issue 32): at a cap of one episode per
+    client, a second tab from the same browser is refused, saying why, and the first
+    plays on."""
+    with http_server("atari", "--game", "pong", "--web", "--max-episodes-per-client", "1") as url:
+        base = url.removesuffix("/mcp")
+        one = pages.open(f"{base}/web/?realtime=0")
+        check(one.inner_text("#stat-status") == "running")
+        two = pages.context.new_page()
+        two.goto(f"{base}/web/?realtime=0")
+        two.wait_for_function(
+            "() => document.getElementById('play-error').textContent.includes("
+            "'max_episodes_per_client=1')"
+        )
+        one.keyboard.press("Space")
+        wait_step(one, 1)
+        with urllib.request.urlopen(f"{base}/healthz", timeout=30) as health:
+            check(json.load(health)["episodes"] == 1)
+        two.close()
+        one.close()
