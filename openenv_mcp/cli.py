@@ -723,12 +723,25 @@ def bench(
     typer.echo(json.dumps(result.as_dict()) if as_json else result.table())
 
 
+_ALLOW_MODULE_HELP = (
+    "A module (and its submodules) the recordings may name and have imported from "
+    "anywhere, the current directory included: only for recordings you trust. Repeatable."
+)
+
+
 @app.command()
 def replay(
     files: Annotated[list[str], typer.Argument(help="Recorded episodes (.jsonl), or directories.")],
+    allow_module: Annotated[
+        list[str] | None, typer.Option("--allow-module", help=_ALLOW_MODULE_HELP)
+    ] = None,
 ) -> None:
     """Re-run recorded episodes from their seeds and actions; check that every reward,
-    observation, terminated and truncated matches exactly (exit 1 where one differs)."""
+    observation, terminated and truncated matches exactly (exit 1 where one differs).
+
+    The environment and rewards a recording names are imported only from installed
+    packages, never from the current directory or the recording's folder (see
+    --allow-module)."""
     from pathlib import Path
 
     from openenv_mcp.data.recording import replay as replay_one
@@ -744,9 +757,9 @@ def replay(
     failed = 0
     for path in paths:
         try:
-            report = replay_one(path)
+            report = replay_one(path, allow_modules=allow_module or ())
         except (OpenEnvError, OSError) as exc:
-            typer.echo(f"{path}: cannot replay: {exc}")
+            typer.echo(f"{path}: cannot replay: {exc}", err=True)
             failed += 1
             continue
         typer.echo(report.text())
@@ -776,10 +789,16 @@ def export(
             "mid-way); by default they are exported truncated at their last step.",
         ),
     ] = False,
+    allow_module: Annotated[
+        list[str] | None, typer.Option("--allow-module", help=_ALLOW_MODULE_HELP)
+    ] = None,
 ) -> None:
     """Export the episodes recorded in DIRECTORY: a Minari dataset that
     minari.load_dataset(NAME) opens (and whose recover_environment() serves the env
-    again), or JSON Lines of tool-call messages with rewards."""
+    again), or JSON Lines of tool-call messages with rewards.
+
+    A Minari dataset names the recorded environment and rewards: they must be installed
+    ones, never modules of the current directory or DIRECTORY (see --allow-module)."""
     from openenv_mcp.data.export import export_jsonl, export_minari
 
     try:
@@ -789,6 +808,7 @@ def export(
                 name,
                 progress=lambda m: typer.echo(m, err=True),
                 finished_only=finished_only,
+                allow_modules=allow_module or (),
             )
         else:
             report = export_jsonl(directory, name, finished_only=finished_only)

@@ -22,6 +22,7 @@ background, so the same steps take a few hundred KB, and loading is no slower.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -31,7 +32,7 @@ from typing import Any
 from gymnasium import spaces as gym_spaces
 from gymnasium.envs.registration import EnvSpec
 
-from openenv_mcp.errors import DependencyNotInstalled, OpenEnvError
+from openenv_mcp.errors import DependencyNotInstalled
 
 __all__ = ["GZIP_LEVEL", "compress_hdf5", "create", "recorded_env_spec", "require", "requirements"]
 
@@ -62,18 +63,47 @@ def require() -> Any:
     return minari
 
 
-def recorded_env_spec(start: dict[str, Any]) -> EnvSpec:
+def recorded_env_spec(
+    start: dict[str, Any],
+    *,
+    source: str | os.PathLike[str] = "the recording",
+    allow: Iterable[str] = (),
+    folders: Iterable[str | os.PathLike[str]] = (),
+) -> EnvSpec:
     """The spec of an :class:`MCPGymEnv` serving what the recording's ``start`` record
-    says was served: the environment, its config and its reward composition."""
+    says was served: the environment, its config and its reward composition.
+
+    The environment class and rewards the record names are resolved as a replay resolves
+    them (:func:`~openenv_mcp.registry.get_data_env_class`): a dataset never names a module
+    that would come from the current directory or the recording's folder, unless
+    ``allow`` (``--allow-module``) names it.
+
+    Raises:
+        ArgumentError: the record names a module that is not allowed (saying which).
+    """
     from openenv_mcp.client._gym import gym_spec
     from openenv_mcp.options import serve_command
-    from openenv_mcp.registry import get_entry, serve_name
+    from openenv_mcp.registry import check_data_reference, get_data_env_class, serve_name
 
+    allow, folders = tuple(allow), tuple(folders)
     try:
-        name = serve_name(get_entry(start["env_class"]).load())
-    except OpenEnvError:  # not importable where the export runs: name it as recorded
+        env_cls = get_data_env_class(
+            str(start["env_class"]),
+            str(start.get("env") or ""),
+            source=source,
+            allow=allow,
+            folders=folders,
+        )
+        name = serve_name(env_cls)
+    except DependencyNotInstalled:  # not installed where the export runs: name it as recorded
         name = start["env_class"]
-    command = serve_command(name, start["config"], start.get("rewards") or ())
+    rewards = start.get("rewards") or ()
+    for reward in rewards:
+        with contextlib.suppress(DependencyNotInstalled):  # named, not imported
+            check_data_reference(
+                str(reward), "--reward", source=source, allow=allow, folders=folders
+            )
+    command = serve_command(name, start["config"], rewards)
     return gym_spec(start["env"], command)
 
 

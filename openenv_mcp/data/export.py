@@ -21,7 +21,7 @@ rewards (see :mod:`openenv_mcp.data._minari`). Frames are stored losslessly and 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +143,7 @@ def export_minari(
     progress: Callable[[str], None] | None = None,
     description: str | None = None,
     finished_only: bool = False,
+    allow_modules: Iterable[str] = (),
 ) -> ExportReport:
     """Write the recordings under ``directory`` as the Minari dataset ``dataset_id``
     (in Minari's datasets root: ``MINARI_DATASETS_PATH`` or ``~/.minari/datasets``).
@@ -153,12 +154,18 @@ def export_minari(
     spec) make an :class:`~openenv_mcp.client.MCPGymEnv` serving the recorded
     environment. Episodes are read one at a time: memory holds one episode's frames.
 
+    The environment class and rewards the recordings name are resolved as
+    :func:`~openenv_mcp.data.recording.replay` resolves them: only among the registered
+    environments and installed modules, never from the current directory or ``directory``.
+
     Args:
         finished_only: leave out episodes that did not finish (else they end truncated).
+        allow_modules: modules the user trusts by name (``--allow-module``).
 
     Raises:
         DependencyNotInstalled: without the ``minari`` package (``openenv-mcp[data]``).
-        ArgumentError: no episode to export, or spaces Minari cannot hold.
+        ArgumentError: no episode to export, spaces Minari cannot hold, or a recording
+            naming a module that is not allowed (the message says which).
     """
     from openenv_mcp.data import _minari
 
@@ -169,6 +176,10 @@ def export_minari(
     if not recordings:
         raise ArgumentError(f"no episode recorded under {directory} to export")
     first = recordings[0]
+    # Before any file is written: the env it names, refused where not allowed.
+    env_spec = _minari.recorded_env_spec(
+        first.start, source=first.path, allow=allow_modules, folders=(directory,)
+    )
     obs_space, act_space = first.observation_space, first.action_space
     for space in (obs_space, act_space):
         _stack(space, [])  # fails now, before any file is written, if Minari cannot hold it
@@ -202,7 +213,7 @@ def export_minari(
         buffers(),
         obs_space,
         act_space,
-        env_spec=_minari.recorded_env_spec(start),
+        env_spec=env_spec,
         description=description
         or f"{start['title']} ({start['env']}, config {start['config']}) recorded by openenv-mcp",
         requirements=_minari.requirements(start),

@@ -583,17 +583,27 @@ def _same(space: gym_spaces.Space[Any], a: Any, b: Any) -> bool:
     return bool(encode(space, a, "list") == encode(space, b, "list"))
 
 
-def replay(path: str | os.PathLike[str]) -> ReplayReport:
+def replay(path: str | os.PathLike[str], *, allow_modules: Iterable[str] = ()) -> ReplayReport:
     """Re-run a recorded episode from its seed and actions, in this process, and check
     that every reward (the env's own, and the served step rewards), observation,
     terminated and truncated is exactly what was recorded.
 
+    A recording is data: the environment class and the rewards it names are resolved
+    only among the registered environments and installed modules, never imported from
+    the current directory or the recording's folder
+    (:func:`~openenv_mcp.registry.get_data_env_class`).
+
+    Args:
+        allow_modules: modules the user trusts by name (``--allow-module``): a recording
+            naming them (or their submodules) imports them as ``serve`` would.
+
     Raises:
         ArgumentError: the recording cannot be replayed (it started from a snapshot,
-            or has no seed), or its environment cannot be made here.
+            or has no seed), its environment cannot be made here, or it names a module
+            that is not allowed (the message says which, and the flag that allows it).
     """
     from openenv_mcp.options import make_config
-    from openenv_mcp.registry import get_env_class
+    from openenv_mcp.registry import get_data_env_class, reading_data
     from openenv_mcp.rewards import RewardSet, Step, load_rewards
 
     recording = read_recording(path)
@@ -607,9 +617,23 @@ def replay(path: str | os.PathLike[str]) -> ReplayReport:
             f"{recording.path} was reset without a seed, so its randomness cannot be "
             "reproduced; reset with seed=... to record replayable episodes"
         )
-    env_cls = get_env_class(start["env_class"])
-    env = env_cls(make_config(env_cls.Config, start["config"], env_cls.name))
-    rewards = RewardSet([*env_cls.serving.rewards, *load_rewards(start.get("rewards", []))])
+    allow = tuple(allow_modules)
+    folders = (recording.path.parent,)
+    env_cls = get_data_env_class(
+        str(start["env_class"]),
+        str(start.get("env") or ""),
+        source=recording.path,
+        allow=allow,
+        folders=folders,
+    )
+    # What the env makes of its recorded config (a class it names) is read from here too.
+    with reading_data(recording.path, allow=allow, folders=folders):
+        env = env_cls(make_config(env_cls.Config, start["config"], env_cls.name))
+        try:
+            rewards = RewardSet([*env_cls.serving.rewards, *load_rewards(start.get("rewards", []))])
+        except BaseException:  # a reward refused or failing: the env made is closed
+            env.close()
+            raise
     space = env.observation_space
     report = ReplayReport(recording.path, 0, len(recording.steps), "", recording.complete)
     try:

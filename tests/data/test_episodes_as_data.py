@@ -65,7 +65,9 @@ def test_a_server_killed_mid_episode_leaves_every_answered_step_readable(tmp_pat
     assert not recording.complete and recording.problem == ""
     assert [s.index for s in recording.steps] == list(range(1, 39))  # every answered step
     assert recording.steps[-1].rewards is not None
-    replayed = cli("replay", str(recording.path))
+    # The reward is the repository's (harness_examples, not installed): a recording's
+    # references import nothing from the working directory unless allowed by name.
+    replayed = cli("replay", str(recording.path), "--allow-module", "harness_examples.rewards")
     assert "replayed 38 steps (an incomplete recording: the server stopped)" in replayed.stdout
     # Cut off by the kill, the episode is data all the same: exported truncated at its
     # last answered step, unless --finished-only leaves it out.

@@ -204,8 +204,11 @@ def test_collect_then_replay(tmp_path: Path) -> None:
     collected = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert collected.returncode == 0, collected.stderr[-2000:]
     assert "finished (terminated/truncated)  2" in collected.stdout
+    # The recorded --env is a test module (not installed): allowed by name, as a
+    # recording's references import nothing from the working directory otherwise.
+    allow = ["--allow-module", "tests.openenv_envs"]
     replayed = subprocess.run(
-        [sys.executable, "-m", "openenv_mcp.cli", "replay", str(out)],
+        [sys.executable, "-m", "openenv_mcp.cli", "replay", str(out), *allow],
         capture_output=True,
         text=True,
         timeout=300,
