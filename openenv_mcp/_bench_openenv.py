@@ -34,6 +34,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from openenv_mcp._launch import python_command
 from openenv_mcp.bench import _environment_facts, _free_port, _listening, _Report, _stop
 from openenv_mcp.codecs import decode_raw
 from openenv_mcp.errors import DependencyNotInstalled, ServerDied
@@ -108,7 +109,7 @@ async def _process(argv: list[str], port: int, cwd: Path | None = None) -> Async
 
 
 def _uvicorn(app: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", app, "--port", str(port), "--log-level", "warning"]
+    return python_command("-m", "uvicorn", app, "--port", str(port), "--log-level", "warning")
 
 
 def _scaffold(where: Path) -> Path:
@@ -206,7 +207,7 @@ async def _bench(steps: int, repeats: int, warmup: int, progress: Progress) -> O
 
     client_cls = _openenv()
     atari_steps = max(10, steps // ATARI_SHARE)
-    stdio = [sys.executable, "-m", "openenv_mcp.cli", "serve", "openenv", "--stdio"]
+    stdio = python_command("-m", "openenv_mcp.cli", "serve", "openenv", "--stdio")
     echo_port, atari_port, ours_port = _free_port(), _free_port(), _free_port()
     async with contextlib.AsyncExitStack() as stack:
         where = Path(stack.enter_context(tempfile.TemporaryDirectory()))
@@ -215,10 +216,10 @@ async def _bench(steps: int, repeats: int, warmup: int, progress: Progress) -> O
         await stack.enter_async_context(
             _process(_uvicorn("server.app:app", echo_port), echo_port, echo_dir)
         )
-        await stack.enter_async_context(
-            _process(_uvicorn("openenv_env.reference_atari:app", atari_port), atari_port)
-        )
-        ours = [sys.executable, "-m", "openenv_mcp.cli", "serve", "atari", "--game", "pong"]
+        # uvicorn looks for the app in its working directory first: ours, not the user's
+        reference = _uvicorn("openenv_env.reference_atari:app", atari_port)
+        await stack.enter_async_context(_process(reference, atari_port, where))
+        ours = python_command("-m", "openenv_mcp.cli", "serve", "atari", "--game", "pong")
         ours += ["--http", "--openenv", "--port", str(ours_port), "--log-level", "WARNING"]
         await stack.enter_async_context(_process(ours, ours_port))
         echo_base = f"http://127.0.0.1:{echo_port}"

@@ -35,7 +35,6 @@ import signal
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -50,6 +49,7 @@ import numpy as np
 from gymnasium import spaces as gym_spaces
 from pydantic import BaseModel
 
+from openenv_mcp._launch import python_command
 from openenv_mcp.client import Episode, MCPEnvClient, step_batch
 from openenv_mcp.client._session import STEP_BATCH_TOOL
 from openenv_mcp.codecs import BENCH_FRAMES, BenchFrames, check_frames
@@ -548,8 +548,7 @@ class _McpSide:
 
 def _serve_command(env: str, transport: str, env_args: Sequence[str], *extra: str) -> list[str]:
     # Warnings only: a log line per call (uvicorn's access log) would be timed too.
-    return [
-        sys.executable,
+    return python_command(
         "-m",
         "openenv_mcp",
         "serve",
@@ -559,7 +558,7 @@ def _serve_command(env: str, transport: str, env_args: Sequence[str], *extra: st
         "WARNING",
         *extra,
         *env_args,
-    ]
+    )
 
 
 def _free_port() -> int:
@@ -1024,7 +1023,7 @@ def _timed_python(code: str) -> tuple[float, int]:
         "print(time.perf_counter() - _began, len(sys.modules))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+        python_command("-c", script), capture_output=True, text=True, timeout=120, check=True
     )
     took, modules = done.stdout.split()[-2:]
     return float(took), int(modules)
@@ -1033,7 +1032,7 @@ def _timed_python(code: str) -> tuple[float, int]:
 def _python_start() -> float:
     """Seconds from spawning ``python -c pass`` to its exit."""
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=120)
+    subprocess.run(python_command("-c", "pass"), check=True, timeout=120)
     return time.perf_counter() - began
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio
 import typer
 
+from openenv_mcp._launch import python_command
 from openenv_mcp.codecs import BenchFrames
 from openenv_mcp.errors import OpenEnvError, ServerDied
 from openenv_mcp.options import flag, make_config, parse_cli_options
@@ -366,7 +367,7 @@ def _terminal_hint(env: str) -> str:
     """One line for a person who started a stdio server in a terminal by hand."""
     program = sys.argv[0]
     if program.endswith("__main__.py"):
-        command = [sys.executable, "-m", "openenv_mcp", *sys.argv[1:]]
+        command = python_command("-m", "openenv_mcp", *sys.argv[1:])
     else:
         command = [program, *sys.argv[1:]]
     web = [arg for arg in command if arg != "--stdio"] + ["--http", "--web"]

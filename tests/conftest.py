@@ -8,6 +8,10 @@
   loopback, worker processes, independent clients (Node), harness commands.
 
 ``./dev test`` runs both.
+
+Episode hosts (``--episode-host``) started anywhere in the session live in a private
+directory of the session's (``OPENENV_MCP_HOST_DIR``, set for the whole run, so every
+process a test starts inherits it), never in the user's own, and are stopped at its end.
 """
 
 from __future__ import annotations
@@ -15,16 +19,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
+import shutil
+import signal
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from openenv_mcp.server._host import HOST_DIR_ENV
 from tests.figures import FIGURES_ENV
+
+#: The session's private directory of episode hosts (the controller's, under xdist).
+_session_hosts: Path | None = None
+#: Seconds a host has to close its episodes after SIGTERM, before SIGKILL.
+_HOST_GRACE = 10.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -60,10 +74,63 @@ def anyio_backend() -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _session_hosts
     if os.environ.get("PYTEST_XDIST_WORKER") is None:  # the controller (or a plain run)
         handle, path = tempfile.mkstemp(prefix="openenv-mcp-figures-", suffix=".txt")
         os.close(handle)
         os.environ[FIGURES_ENV] = path  # xdist's workers inherit it
+        # Whatever the user's shell says: their own hosts are never the tests'.
+        _session_hosts = session_host_dir()
+        os.environ[HOST_DIR_ENV] = str(_session_hosts)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _session_hosts is not None:
+        stop_hosts(_session_hosts)
+        shutil.rmtree(_session_hosts, ignore_errors=True)
+
+
+def session_host_dir() -> Path:
+    """A new private (0700) directory for the session's hosts, short enough for their Unix
+    sockets (``<16 hex>.sock`` inside, 107 bytes in all): under the temporary directory,
+    else ``/tmp`` where that is too long."""
+    made = Path(tempfile.mkdtemp(prefix="oeh-session-"))
+    if len(os.fsencode(made)) + len("/0123456789abcdef.sock") <= 107:
+        return made
+    made.rmdir()
+    return Path(tempfile.mkdtemp(prefix="oeh-session-", dir="/tmp"))
+
+
+def stop_hosts(directory: Path) -> list[int]:
+    """Stop every episode host serving in ``directory``: SIGTERM (it closes its episodes),
+    then SIGKILL for any still running after a bounded grace. The hosts found."""
+    from tests.servers import episode_hosts
+
+    handles: dict[int, int] = {}
+    for pid in episode_hosts(directory):
+        with contextlib.suppress(OSError):  # already gone
+            handles[pid] = os.pidfd_open(pid)  # a handle no reused pid can fool
+            signal.pidfd_send_signal(handles[pid], signal.SIGTERM)
+    try:
+        left = _running_after(handles.values(), _HOST_GRACE)
+        for fd in left:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+        _running_after(left, _HOST_GRACE)
+    finally:
+        for fd in handles.values():
+            os.close(fd)
+    return sorted(handles)
+
+
+def _running_after(pidfds: Iterable[int], seconds: float) -> set[int]:
+    """Those of ``pidfds`` whose process is still running after waiting up to ``seconds``
+    for them to exit (a pidfd reads as ready once its process has)."""
+    left = set(pidfds)
+    deadline = time.monotonic() + seconds
+    while left and (remaining := deadline - time.monotonic()) > 0:
+        left -= set(select.select(list(left), [], [], remaining)[0])
+    return left
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -301,8 +301,12 @@ def test_inspector_cli_commands_over_stdio(
         else:
             assert result["structuredContent"]["step"] == 0
             assert [c["type"] for c in result["content"]] == ["text", "image"]
-    # the agent config, read by the Inspector
-    (tmp_path / ".mcp.json").write_text(json.dumps(filled("claude_code.mcp.json")))
+    # the agent config, read by the Inspector; it passes a server only the variables the
+    # config names (beside PATH, HOME...), so the config names the hosts' directory: the
+    # episode host it starts is this test's, never the user's
+    config = filled("claude_code.mcp.json")
+    config["mcpServers"]["atari"]["env"] = {HOST_DIR_ENV: dev_env[HOST_DIR_ENV]}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
     config = [a for a in inspector_commands() if "--config" in a]
     assert config
     listed = run_inspector(node_tools, config[0], dev_env, tmp_path)

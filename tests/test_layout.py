@@ -12,7 +12,12 @@ from tests.servers import ROOT
 ELSEWHERE: dict[str, list[str]] = {
     "_bench_openenv.py": ["test_openenv_bench.py"],
     "_handles.py": ["server/test_secrets.py"],
-    "_launch.py": ["server/test_prelude.py", "server/test_host.py", "test_cli.py"],
+    "_launch.py": [
+        "server/test_prelude.py",
+        "server/test_host.py",
+        "server/test_planted_cwd.py",
+        "test_cli.py",
+    ],
     "_lazy.py": ["test_public_api.py"],
     "_schemas.py": ["test_tool_calls_space.py"],
     "_version.py": ["test_public_api.py"],

@@ -1,6 +1,7 @@
 """The program the sandbox runs first (``python -s -B -c BOOT CONFIG MODE ...``).
 
-It sets the resource limits on itself (so they bind everything it starts), then either runs
+It imports nothing from its working directory (the agent's files) before it has set the
+resource limits on itself (so they bind everything it starts), then either runs
 the agent's source (mode ``run``) or imports ``solution.py`` and calls its entry point on
 each test's inputs (mode ``test``), writing one JSON line per test to the report pipe. The
 expected values never enter the sandbox: the server compares, so a solution that forges
@@ -10,7 +11,14 @@ report lines gains nothing it could not get by answering correctly.
 from __future__ import annotations
 
 BOOT = r"""
-import json, os, resource, sys
+import sys
+
+# -c put the working directory (the agent's files) first on sys.path: nothing there may be
+# imported before the limits are set (-P would keep it off, but the interpreter may predate
+# Python 3.11); the agent's code gets it back below, once they are
+if sys.path[:1] == [""]:
+    del sys.path[0]
+import json, os, resource
 
 
 def _own_tasks():

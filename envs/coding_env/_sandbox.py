@@ -287,6 +287,7 @@ class Sandbox:
     def command(self, workdir: Workdir, payload: list[str], info_fd: int | None) -> list[str]:
         """The argv of one run: ``payload`` is what follows the boot program's config."""
         python = self.view.python if self.view is not None else self.python
+        # -c's working directory is the agent's: the boot drops it from sys.path first thing
         boot = [python, "-s", "-B", "-c", BOOT, self.limits.boot_config(), *payload]
         if self.mode != "bwrap":
             return boot

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,9 +265,10 @@ def _schemas(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
 
 
 def _stdio(env: str, args: list[str]) -> str:
+    from openenv_mcp._launch import python_command
     from openenv_mcp.client import MCPEnvClient
 
-    command = [sys.executable, "-m", "openenv_mcp", "serve", env, "--stdio", *args]
+    command = python_command("-m", "openenv_mcp", "serve", env, "--stdio", *args)
     from openenv_mcp.errors import InvalidAction
 
     try:

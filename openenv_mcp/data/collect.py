@@ -24,7 +24,6 @@ import os
 import shlex
 import shutil
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any
 
 import anyio
 
+from openenv_mcp._launch import python_command
 from openenv_mcp.data.recording import iter_recordings
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.registry import load_reference
@@ -140,8 +140,10 @@ class CollectResult:
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + f"\nrecordings: {self.out}"
 
 
-def _serve_args(config: CollectConfig, record: Path, *extra: str) -> list[str]:
-    return [
+def _serve_command(config: CollectConfig, record: Path, *extra: str) -> list[str]:
+    """The recorded server's command line (this interpreter, importing nothing from the
+    working directory, which is a harness's too)."""
+    return python_command(
         "-m",
         "openenv_mcp",
         "serve",
@@ -151,7 +153,7 @@ def _serve_args(config: CollectConfig, record: Path, *extra: str) -> list[str]:
         str(record),
         *extra,
         *config.env_args,
-    ]
+    )
 
 
 def _done(out: Path) -> dict[int, dict[str, Any]]:
@@ -234,7 +236,7 @@ async def _collect_policy(
     from openenv_mcp.client import Session
 
     choose = None if config.policy == "random" else load_policy(config.policy)
-    command = [sys.executable, *_serve_args(config, out / "episodes")]
+    command = _serve_command(config, out / "episodes")
     pending = iter(todo)
     finished = result.skipped
 
@@ -314,10 +316,8 @@ async def _collect_agent(
             seed = config.seed + index
             mcp_config = out / "mcp" / f"{name}.json"
             mcp_config.parent.mkdir(parents=True, exist_ok=True)
-            server = {
-                "command": sys.executable,
-                "args": _serve_args(config, record, "--profile", "agent", "--seed", str(seed)),
-            }
+            command = _serve_command(config, record, "--profile", "agent", "--seed", str(seed))
+            server = {"command": command[0], "args": command[1:]}
             mcp_config.write_text(json.dumps({"mcpServers": {"openenv": server}}, indent=2))
             argv = [
                 part.replace(MCP_CONFIG_PLACEHOLDER, str(mcp_config))

@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openenv_mcp._launch import python_command
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -146,15 +148,9 @@ def _connect_or_start(path: Path, argv: Sequence[str]) -> socket.socket:
         log_path = path.with_suffix(".log")
         with open(log_path, "ab") as log_file:
             process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "openenv_mcp.cli",
-                    "serve",
-                    *argv,
-                    "--episode-host-socket",
-                    str(path),
-                ],
+                python_command(
+                    "-m", "openenv_mcp.cli", "serve", *argv, "--episode-host-socket", str(path)
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log_file,

@@ -12,8 +12,10 @@ The server awaits a worker's answer without blocking its event loop: while one
 worker emulates, calls on other workers' episodes (and every other request)
 go on; calls that queue for a busy worker go to it together, in one message.
 
-A worker is a plain ``python -m openenv_mcp.server._workers`` process that
+A worker is a plain ``python -P -m openenv_mcp.server._workers`` process that
 imports only the environment and the episode pipeline: no MCP server stack.
+It imports nothing from its working directory (``-P``), then takes the server's
+own ``sys.path``, as multiprocessing's spawn gives its children.
 It is started when the server is built; its start-up (interpreter, imports,
 the environment's own modules) has its own bound, ``worker_start_timeout``,
 apart from the per-call ``call_timeout``. A worker that dies (or hangs past
@@ -45,6 +47,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
+from openenv_mcp._launch import python_command
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed
 from openenv_mcp.pipeline import Close, Op, PipelineOptions
@@ -211,7 +214,7 @@ class _Worker:
         self._spawned = time.monotonic()
         parent, child = socket.socketpair()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "openenv_mcp.server._workers", str(child.fileno())],
+            python_command("-m", "openenv_mcp.server._workers", str(child.fileno())),
             stdin=subprocess.DEVNULL,
             stdout=2,  # stdout belongs to the stdio transport
             pass_fds=(child.fileno(),),

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from openenv_mcp._launch import python_command
 from openenv_mcp.client._transports.base import Transport
 from openenv_mcp.client._transports.http import HttpTransport
 from openenv_mcp.client._transports.memory import MemoryTransport
@@ -62,7 +63,7 @@ def _command(target: str | Sequence[str]) -> list[str]:
     # A trainer's venv may not be on PATH (a notebook kernel, `venv/bin/python x.py`);
     # the openenv-mcp installed beside this client is then the one meant.
     if argv[0] == "openenv-mcp" and shutil.which("openenv-mcp") is None:
-        argv = [sys.executable, "-m", "openenv_mcp", *argv[1:]]
+        argv = python_command("-m", "openenv_mcp", *argv[1:])
     return argv
 
 
