@@ -22,9 +22,13 @@ the least that closes the gaps they leave (read against uvicorn 0.55's
 * **Connection cap** (``limit_concurrency`` acts only once a request's headers
   have arrived, answering 503, so it cannot bound connections that never send
   any, and it counts the connection it would answer): past
-  ``http_max_connections`` open connections, the one waiting longest (still
-  sending its request, then idle between requests) is closed to make room; when
-  every connection has a request being answered, the new one is answered 503.
+  ``http_max_connections`` open connections, the one waiting longest is closed to
+  make room: still sending its request, then idle between requests, then an event
+  stream (a ``GET`` answered ``text/event-stream``: an MCP session's
+  server-to-client stream, the web page's live feed) silent longest, ended
+  cleanly so its client reconnects. A request being answered is never closed.
+  When the cap is all requests being answered, :data:`RESERVE` more connections
+  are let in, for ``/healthz`` (always answered) and to answer anything else 503.
   One log line per ten seconds says so.
 * **Descriptor exhaustion**: the cap defaults to half the process's descriptor
   limit, so accepting never runs out. If a burst of connections reaches the limit
@@ -42,10 +46,11 @@ import logging
 import resource
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from openenv_mcp.server._http import HEALTH_PATH
 from openenv_mcp.server._logs import Throttle
 
 if TYPE_CHECKING:
@@ -69,9 +74,15 @@ MAX_DEFAULT_CONNECTIONS = 1024
 #: closing a socket with unread bytes resets it, and the reset discards the answer.
 LINGER = 2.0
 _ACCEPT_ERROR = "socket.accept() out of system resource"
+#: Connections let in past a cap held entirely by requests being answered: enough for
+#: health probes (a liveness, a readiness, a person) to be answered, and for other
+#: requests to learn why they are not (503).
+RESERVE = 4
 #: Which connections go first when room must be made: answered ones, then those
-#: still sending a request, then those idle between requests (oldest first in each).
-_EVICTION_ORDER = {"closing": 0, "reading": 1, "idle": 2}
+#: still sending a request, then those idle between requests, then event streams
+#: (the one waiting longest first in each: an event stream waits since it last sent).
+_EVICTION_ORDER = {"closing": 0, "reading": 1, "idle": 2, "stream": 3}
+_HEALTH = HEALTH_PATH.encode()
 
 
 def descriptor_limit() -> int:
@@ -138,14 +149,16 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: "reading" (a request not yet received in full), "busy" (a request being
-        #: answered), "idle" (between requests) or "closing" (answered early, dropping
-        #: what still comes). A busy connection has no deadline and is never closed
-        #: to make room.
+        #: answered), "stream" (an event stream, waiting for its next event), "idle"
+        #: (between requests) or "closing" (answered early, dropping what still comes).
+        #: A busy connection has no deadline and is never closed to make room.
         self._phase = "reading"
         self._since = 0.0
         self._deadline: asyncio.TimerHandle | None = None
         self._in_headers = True
         self._header_bytes = 0
+        #: The request being answered asks for /healthz (it holds no place in the cap).
+        self._probe = False
 
     def _wait(self, phase: str, seconds: float | None) -> None:
         if self._deadline is not None:
@@ -192,16 +205,16 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def _make_room(self) -> None:
-        """Past the cap: close the connection waiting longest, or refuse this one."""
+        """Past the cap: close the connection waiting longest, let this one in to the
+        reserve (every other one has a request being answered), or refuse it."""
         live = [c for c in self.connections if not c.transport.is_closing()]
         cap = self.limits.max_connections
         if len(live) <= cap:
             return  # the excess is already closing
-        waiting = [
-            c
-            for c in live
-            if c is not self and isinstance(c, LimitedHttpProtocol) and c._phase != "busy"
-        ]
+        waiting = [c for c in live if c is not self and _waiting(c)]
+        held = sum(1 for c in live if c is not self and _holding(c))
+        if (held >= cap or not waiting) and len(live) <= cap + RESERVE:
+            return  # the reserve: its requests answered 503 while the cap is held (_refuse)
         if waiting:
             victim = min(waiting, key=lambda c: (_EVICTION_ORDER[c._phase], c._since))
             self.notes.log(
@@ -213,24 +226,56 @@ class LimitedHttpProtocol(HttpToolsProtocol):
                 cap,
                 victim._peer(),
             )
-            victim._wait("busy", None)
-            victim.transport.close()
+            victim._close()
             return
-        self.notes.log(
-            logging.WARNING,
-            "full",
-            "%d HTTP connections open, each with a request being answered "
-            "(http_max_connections=%d): answering new connections 503",
-            len(live),
-            cap,
-        )
+        self._log_full(held)
         self._wait("busy", None)
-        message = (
+        self.transport.write(_raw_response(503, self._busy()))
+        self.transport.close()
+
+    def _close(self) -> None:
+        """Close this waiting connection to make room; an event stream is ended first (the
+        end of its chunked body), so its client takes it for a stream ended, and
+        reconnects, not for a failure."""
+        cycle = self.cycle
+        if self._phase == "stream" and cycle.chunked_encoding and not cycle.response_complete:
+            self.transport.write(b"0\r\n\r\n")
+            cycle.disconnected = True  # the app's next event is dropped, not written after it
+        self._wait("busy", None)
+        self.transport.close()
+
+    def _refuse(self) -> bool:
+        """Whether this request is refused: the cap is held by others' requests being
+        answered (this connection is in the reserve) and it does not ask for /healthz."""
+        cap = self.limits.max_connections
+        if len(self.connections) <= cap or self._probe:
+            return False
+        held = sum(
+            1
+            for c in self.connections
+            if c is not self and not c.transport.is_closing() and _holding(c)
+        )
+        if held < cap:
+            return False
+        self._log_full(held)
+        return True
+
+    def _busy(self) -> str:
+        cap = self.limits.max_connections
+        return (
             f"server busy: {cap} connections, each with a request being answered "
             "(http_max_connections); retry shortly"
         )
-        self.transport.write(_raw_response(503, message))
-        self.transport.close()
+
+    def _log_full(self, held: int) -> None:
+        self.notes.log(
+            logging.WARNING,
+            "full",
+            "%d HTTP connections each have a request being answered "
+            "(http_max_connections=%d): answering new requests 503 (/healthz is answered)",
+            held,
+            self.limits.max_connections,
+        )
 
     # -- requests ----------------------------------------------------------------------
 
@@ -278,13 +323,22 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_headers = False
+        self._probe = self.url.partition(b"?")[0] == _HEALTH
         size = len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers)
-        if size <= self.limits.max_header_bytes:
+        if size > self.limits.max_header_bytes:
+            self._log_too_large(str(size))
+            self._serve(_answer(431, self._too_large()))
+        elif self._refuse():
+            self._serve(_answer(503, self._busy()))
+        elif self.parser.get_method() == b"GET":
+            self._serve(_watched(self.app, self))
+        else:
             super().on_headers_complete()
-            return
-        self._log_too_large(str(size))
-        # uvicorn's own way to answer without the app (as its limit_concurrency 503).
-        app, self.app = self.app, _answer(431, self._too_large())
+
+    def _serve(self, app: Any) -> None:
+        """This request to ``app``, not the server's: uvicorn's own way to answer without
+        the app (as its limit_concurrency 503)."""
+        app, self.app = self.app, app
         try:
             super().on_headers_complete()
         finally:
@@ -303,7 +357,50 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def handle_websocket_upgrade(self) -> None:
         self._wait("busy", None)
+        if self._refuse():
+            self.transport.write(_raw_response(503, self._busy()))
+            self.transport.close()
+            return
         super().handle_websocket_upgrade()
+
+
+def _waiting(connection: object) -> TypeGuard[LimitedHttpProtocol]:
+    """Whether ``connection`` may be closed to make room: not a request being answered
+    (nor a WebSocket: uvicorn's own protocol once upgraded)."""
+    return isinstance(connection, LimitedHttpProtocol) and connection._phase != "busy"
+
+
+def _holding(connection: object) -> bool:
+    """Whether ``connection`` holds a place in the cap: a request being answered, but
+    for /healthz's (a WebSocket holds one)."""
+    if not isinstance(connection, LimitedHttpProtocol):
+        return True
+    return connection._phase == "busy" and not connection._probe
+
+
+def _watched(app: Any, connection: LimitedHttpProtocol) -> Any:
+    """``app`` for a GET on ``connection``: an answer ``text/event-stream`` makes it a
+    stream, waiting (for :meth:`~LimitedHttpProtocol._make_room`) since its last event."""
+
+    async def watched(scope: Any, receive: Any, send: Any) -> None:
+        async def timed(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                if _is_event_stream(message.get("headers", ())):
+                    connection._wait("stream", None)
+            elif connection._phase == "stream":
+                connection._since = connection.loop.time()
+            await send(message)
+
+        await app(scope, receive, timed)
+
+    return watched
+
+
+def _is_event_stream(headers: Any) -> bool:
+    return any(
+        name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+        for name, value in headers
+    )
 
 
 def _answer(status: int, message: str) -> Any:

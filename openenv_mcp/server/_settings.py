@@ -133,9 +133,11 @@ class ServerSettings(BaseModel):
         None,
         ge=1,
         description="Most open HTTP connections; past it the one waiting longest (still "
-        "sending its request, or idle between requests) is closed to make room, and when all "
-        "have a request being answered a new one is answered 503. Default: half the "
-        "process's descriptor limit (ulimit -n), at most 1024.",
+        "sending its request, idle between requests, or an event stream with nothing to "
+        "send, ended cleanly so its client reconnects) is closed to make room. A request "
+        "being answered is never closed; when all hold one, /healthz is still answered and "
+        "other requests get 503. Default: half the process's descriptor limit (ulimit -n), "
+        "at most 1024.",
     )
     http_read_timeout: float = Field(
         30.0,

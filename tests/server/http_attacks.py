@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from openenv_mcp.server._token import TOKEN_ENV
-from tests.servers import ROOT, free_port, serve_args, sessionless_call, stop
+from tests.servers import INITIALIZE, ROOT, free_port, serve_args, sessionless_call, stop
 
 #: The bearer token every server here requires (passed the way a deployment should:
 #: in the environment).
 TOKEN = "t0ken-0f-the-limits-tests"
+#: The protocol version :data:`tests.servers.INITIALIZE` asks for (one with sessions).
+SESSION_VERSION = "2025-06-18"
 #: A request that never ends: its headers are never terminated.
 SLOW_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 
@@ -111,6 +113,19 @@ def call(
 ) -> dict[str, Any]:
     """A sessionless (2026-07-28) ``tools/call`` with ``token``, from address ``source``
     (any 127.x.y.z: loopback is a whole /8); its JSON-RPC result."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0))
+    try:
+        send_call(conn, tool, arguments, token)
+        return result_of(conn)
+    finally:
+        conn.close()
+
+
+def send_call(
+    conn: http.client.HTTPConnection, tool: str, arguments: dict[str, Any], token: str = TOKEN
+) -> None:
+    """Send a sessionless ``tools/call`` on ``conn`` (a new connection, or one kept alive);
+    its answer is left to read (:func:`result_of`, or ``conn.getresponse()``)."""
     mcp_headers, body = sessionless_call(tool, arguments, client="limits-test")
     headers = {
         "content-type": "application/json",
@@ -118,16 +133,47 @@ def call(
         "authorization": f"Bearer {token}",
         **mcp_headers,
     }
+    conn.request("POST", "/mcp", json.dumps(body), headers)
+
+
+def result_of(conn: http.client.HTTPConnection) -> dict[str, Any]:
+    """The JSON-RPC result answering the call sent on ``conn`` (answered 200)."""
+    response = conn.getresponse()
+    text = response.read().decode()
+    assert response.status == 200, (response.status, text)
+    result: dict[str, Any] = json.loads(text)["result"]
+    return result
+
+
+def event_stream(
+    port: int, source: str
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """What an MCP session client of the 2025 protocols holds open, from address
+    ``source``: its session's server-to-client stream (``GET /mcp``, answered
+    ``text/event-stream``), opened on the connection that initialized the session; the
+    connection and the stream's response, whose headers have come and its body not."""
+    auth = {"authorization": f"Bearer {TOKEN}"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0))
-    try:
-        conn.request("POST", "/mcp", json.dumps(body), headers)
-        response = conn.getresponse()
-        text = response.read().decode()
-        assert response.status == 200, (response.status, text)
-        result: dict[str, Any] = json.loads(text)["result"]
-        return result
-    finally:
-        conn.close()
+    accept = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    conn.request("POST", "/mcp", json.dumps(INITIALIZE), {**auth, **accept})
+    response = conn.getresponse()
+    response.read()
+    assert response.status == 200, response.status
+    session = response.getheader("mcp-session-id") or ""
+    conn.request(
+        "GET",
+        "/mcp",
+        headers={
+            **auth,
+            "accept": "text/event-stream",
+            "mcp-session-id": session,
+            "mcp-protocol-version": SESSION_VERSION,
+        },
+    )
+    response = conn.getresponse()
+    assert response.status == 200, response.status
+    assert (response.getheader("content-type") or "").startswith("text/event-stream")
+    return conn, response
 
 
 def read_all(sock: socket.socket, timeout: float = 30) -> bytes:

@@ -9,7 +9,9 @@ sent, connections stay open forever, the log grows megabytes a second.
 
 from __future__ import annotations
 
-import json
+import contextlib
+import http.client
+import select
 import socket
 import threading
 import time
@@ -18,15 +20,19 @@ from pathlib import Path
 
 import pytest
 
+from openenv_mcp.server._limits import RESERVE
 from tests.figures import record_figure
 from tests.server.http_attacks import (
     TOKEN,
     Server,
     Slowloris,
     call,
+    event_stream,
     get,
     limited_server,
     read_all,
+    result_of,
+    send_call,
 )
 
 pytestmark = pytest.mark.integration
@@ -212,40 +218,73 @@ def test_idle_and_slow_connections_are_closed(server: Server) -> None:
     assert answer.startswith(b"HTTP/1.1 401 ")
 
 
-def test_the_cap_answers_503_when_every_connection_is_busy(tmp_path: Path) -> None:
-    """Three long-lived responses (the web page's live feed) fill a cap of 3: a fourth
-    connection is answered 503 naming the flag; once one ends, new ones are served."""
-    options = ("--http-max-connections", "3", "--web")
+def test_idle_connections_leave_room_for_healthz_and_new_clients(tmp_path: Path) -> None:
+    """Token holders' idle connections fill a cap of 16 (issue 32): sixteen MCP sessions'
+    server-to-client streams (``GET /mcp``, open and silent), from four addresses.
+    ``/healthz`` and a new client's call are answered (before: 503 both, until a stream
+    closed); room is made by ending the stream silent longest, cleanly (the chunked body's
+    end, after which MCP clients and browsers reconnect), the others left open."""
+    with limited_server(tmp_path / "log", "--http-max-connections", "16") as server:
+        streams = [event_stream(server.port, f"127.0.0.{2 + i % 4}") for i in range(16)]
+        try:
+            assert get(server.port, "/healthz")[0] == 200
+            assert call(server.port, "reset", {}, source="127.0.0.6")["isError"] is False
+            # One place was made (the /healthz connection was gone by the call): the
+            # oldest stream's, ended (an abrupt close raises IncompleteRead); no other.
+            conn, response = streams[0]
+            assert conn.sock is not None
+            conn.sock.settimeout(10)  # under the stream's keep-alive pings (15 s)
+            assert response.read() == b""
+            for conn, _ in streams[1:]:
+                assert not select.select([conn.sock], [], [], 0)[0], "a stream was closed"
+        finally:
+            for conn, _ in streams:
+                conn.close()
+        assert "closing the one waiting longest" in server.log_text()
+
+
+def test_calls_being_answered_are_never_closed_and_healthz_always_answers(
+    tmp_path: Path,
+) -> None:
+    """Three calls being answered (steps of 5 s) hold a cap of 3: none is closed to make
+    room, a new client's call is answered 503 naming the flag, and ``/healthz`` is
+    answered 200 (before: 503: a reserve of connections past the cap is kept for it);
+    once they end, calls are served again."""
+    options = ("--http-max-connections", "3", "--env-threads", "--step-delay", "5")
     with limited_server(tmp_path / "log", *options) as server:
-        call(server.port, "reset", {})
-        auth = {"authorization": f"Bearer {TOKEN}"}
-        (row,) = json.loads(get(server.port, "/web/api/episodes", auth)[1])["episodes"]
-        streams = []
-        for _ in range(3):
-            sock = socket.create_connection(("127.0.0.1", server.port), 30)
-            sock.sendall(
-                f"GET /web/api/episodes/{row['watch_id']}/events HTTP/1.1\r\n"
-                f"Host: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()
-            )
-            sock.settimeout(30)
-            assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")  # streaming: busy
-            streams.append(sock)
-        with socket.create_connection(("127.0.0.1", server.port), 30) as sock:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            answer = read_all(sock)
-        assert answer.startswith(b"HTTP/1.1 503 ") and b"http_max_connections" in answer
-        streams.pop().close()
-        deadline = time.monotonic() + 30
-        while (status := _status(server.port)) != 200 and time.monotonic() < deadline:
-            time.sleep(0.1)  # the closed stream's connection is dropped a moment later
-        assert status == 200
-        for sock in streams:
-            sock.close()
-        assert "answering new connections 503" in server.log_text()
-
-
-def _status(port: int) -> int | None:
-    try:
-        return get(port, "/healthz")[0]
-    except OSError:
-        return None
+        # Kept alive from the reset to the step: no closed connection of ours is left
+        # for the server to drop (and count) while the steps run.
+        conns = [http.client.HTTPConnection("127.0.0.1", server.port, timeout=30) for _ in range(3)]
+        try:
+            handles = []
+            for conn in conns:
+                send_call(conn, "reset", {"new_episode": True})
+                handles.append(result_of(conn)["structuredContent"]["episode_id"])
+            for conn, handle in zip(conns, handles, strict=True):
+                send_call(conn, "step", {"episode_id": handle, "action": "hi"})
+            status, text = get(server.port, "/healthz")
+            assert status == 200, text
+            with contextlib.closing(
+                http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            ) as refused:
+                send_call(refused, "state", {"episode_id": handles[0]})
+                answer = refused.getresponse()
+                assert answer.status == 503 and b"http_max_connections" in answer.read()
+            # One more silent connection than the reserve holds: room is made by closing
+            # the oldest of them, not a call being answered.
+            silent = [
+                socket.create_connection(("127.0.0.1", server.port), 30) for _ in range(RESERVE + 1)
+            ]
+            try:
+                assert read_all(silent[0]) == b""
+                assert not select.select(silent[1:], [], [], 0)[0]
+            finally:
+                for sock in silent:
+                    sock.close()
+            for conn in conns:
+                assert result_of(conn)["isError"] is False  # the step, answered in full
+        finally:
+            for conn in conns:
+                conn.close()
+        assert call(server.port, "state", {"episode_id": handles[0]})["isError"] is False
+        assert "answering new requests 503" in server.log_text()
