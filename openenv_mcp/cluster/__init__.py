@@ -8,6 +8,11 @@ Each replica is the ordinary Streamable HTTP server of the env with
 ``ServerSettings.shard`` set to its Ray replica id, so its handles say where they
 live (``ep_...@SHARD``) and its tools mark the parameter calls are routed on;
 :class:`~openenv_mcp.cluster._router.ShardRouter` routes on that header.
+
+A client (its address, which Ray's proxy hands on to the replica) holds at most
+``max_episodes_per_client`` episodes across all replicas, not that many on each:
+:class:`~openenv_mcp.cluster._ledger.ClientLedger`, one more deployment of the
+application, counts them (default: a quarter of ``replicas * max_episodes``).
 """
 
 from __future__ import annotations

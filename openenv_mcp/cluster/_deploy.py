@@ -30,6 +30,8 @@ DEFAULT_MAX_ONGOING = 1024
 #: Seconds between a replica's routing-stats reports (its live episodes).
 STATS_PERIOD = 1.0
 DEPLOYMENT_NAME = "EnvServer"
+#: Calls the client ledger takes at once (each replica's asks before new episodes).
+LEDGER_MAX_ONGOING = 100_000
 
 
 class EnvServer:
@@ -42,7 +44,11 @@ class EnvServer:
         settings: dict[str, Any],
         auth_token: str | None,
         allowed_hosts: Sequence[str],
+        ledger: Any,
+        client_cap: int,
+        replicas: int,
     ) -> None:
+        from openenv_mcp.cluster._ledger import attach_ledger
         from openenv_mcp.server import build_server, get_app
         from openenv_mcp.server._settings import ServerSettings
 
@@ -51,6 +57,10 @@ class EnvServer:
         server_settings = ServerSettings.model_validate({**settings, "shard": self.shard})
         self.mcp_server = build_server(env, settings=server_settings, **options)
         self.env_app = get_app(self.mcp_server)
+        # One client's cap holds across the replicas: counted at the ledger.
+        self.table = attach_ledger(
+            self.env_app.table, ledger=ledger, shard=self.shard, cap=client_cap, replicas=replicas
+        )
         self.env_app.prototype.check_exposure(True)  # every replica serves HTTP
         self.auth_token = auth_token
         self.allowed_hosts = list(allowed_hosts)
@@ -86,6 +96,7 @@ class EnvServer:
 
     async def __del__(self) -> None:
         # Serve's ingress wrapper calls this at shutdown, after ending the app's lifespan.
+        await self.table.detach()
         await self.env_app.aclose()
 
 
@@ -133,6 +144,7 @@ def _application(
     replica_cpus: float,
     max_ongoing_requests: int,
 ) -> Any:
+    from openenv_mcp.cluster._ledger import LEDGER_NAME, ClientLedger, deployment_cap
     from openenv_mcp.cluster._router import ShardRouter
     from openenv_mcp.server._settings import ServerSettings
 
@@ -140,7 +152,20 @@ def _application(
         raise ArgumentError(f"replicas must be at least 1, got {replicas}")
     if "shard" in settings:
         raise ArgumentError("settings: each replica's shard is its Ray replica id; leave it out")
-    ServerSettings.model_validate(settings)  # a bad setting fails here, not in every replica
+    # A bad setting fails here, not in every replica.
+    checked = ServerSettings.model_validate(settings)
+    client_cap = deployment_cap(checked.max_episodes_per_client, checked.max_episodes, replicas)
+    # Counts each client's episodes on every replica (its cap is the deployment's): one
+    # replica, no CPU reserved, every replica's asks at once.
+    ledger = serve.deployment(
+        ClientLedger,
+        name=LEDGER_NAME,
+        num_replicas=1,
+        max_ongoing_requests=LEDGER_MAX_ONGOING,
+        ray_actor_options={"num_cpus": 0},
+        health_check_period_s=1.0,
+        graceful_shutdown_timeout_s=1.0,
+    )
     deployment = serve.deployment(
         serve.ingress()(EnvServer),
         name=DEPLOYMENT_NAME,
@@ -155,7 +180,16 @@ def _application(
         health_check_timeout_s=10.0,
         graceful_shutdown_timeout_s=5.0,
     )
-    return deployment.bind(env, options, settings, auth_token, list(allowed_hosts))
+    return deployment.bind(
+        env,
+        options,
+        settings,
+        auth_token,
+        list(allowed_hosts),
+        ledger.bind(),
+        client_cap,
+        replicas,
+    )
 
 
 @dataclass(frozen=True)
@@ -272,8 +306,9 @@ def deploy(
 
 
 def _check_routing(url: str, auth_token: str | None, episodes: int) -> None:
-    """Open ``episodes`` episodes through the proxy and use each once: a proxy that does
-    not hand the router the shard header sends those calls to any replica."""
+    """Open ``episodes`` episodes through the proxy, one after another, and use and close
+    each: a proxy that does not hand the router the shard header sends those calls to
+    any replica. One at a time, as this client's cap may be as low as one."""
     import asyncio
 
     from openenv_mcp.client._session import Session
@@ -281,13 +316,12 @@ def _check_routing(url: str, auth_token: str | None, episodes: int) -> None:
     async def check() -> None:
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         async with Session(url, headers=headers) as session:
-            group = [session.episode() for _ in range(episodes)]
-            try:
-                for episode in group:
+            for _ in range(episodes):
+                episode = session.episode()
+                try:
                     await episode.reset(seed=0)
                     await episode.state()
-            finally:
-                for episode in group:
+                finally:
                     with contextlib.suppress(OpenEnvError):
                         await episode.close()
 

@@ -8,6 +8,8 @@ to redeploy with other replica counts and to kill replicas. Every wait is bounde
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
 import os
 import subprocess
 import tempfile
@@ -24,15 +26,16 @@ from openenv_mcp.client import MCPEnvClient, MCPVectorEnv
 from openenv_mcp.client._session import Session
 from openenv_mcp.errors import EpisodeLost, OpenEnvError
 from openenv_mcp.server import build_server
-from openenv_mcp.sharding import shard_of
+from openenv_mcp.sharding import ROUTE_HEADER, shard_of
 from tests.figures import record_figure
-from tests.servers import CLI, ROOT, free_port, stop
+from tests.servers import CLI, ROOT, free_port, sessionless_call, stop
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed (./dev test installs it)")
 serve = pytest.importorskip("ray.serve")
 
 from openenv_mcp.cluster import deploy, replica_shards  # noqa: E402
 from openenv_mcp.cluster._deploy import replica_actor_name  # noqa: E402
+from openenv_mcp.cluster._ledger import LEDGER_NAME  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.ray]
 
@@ -220,9 +223,10 @@ def test_every_call_reaches_the_replica_holding_its_episode(cluster: dict[str, A
 
 def test_capacity_and_balance_over_four_replicas(cluster: dict[str, Any]) -> None:
     """4 replicas x 500 echo episodes, reset in one concurrent burst, each answering a step."""
-    # One client holds all 2,000 episodes (about 500 a replica): past the default
-    # per-client cap (a quarter of max_episodes), so raised to max_episodes.
-    url = redeploy(cluster, "echo", 4, settings={"max_episodes_per_client": 1024})
+    # One client holds all 2,000 episodes: past the default per-client cap (a quarter of
+    # what the four replicas hold, 1,024; the cap is the deployment's, not each
+    # replica's), so raised to what they hold.
+    url = redeploy(cluster, "echo", 4, settings={"max_episodes_per_client": 4096})
     before = replica_memory()
 
     async def burst() -> tuple[Counter[str | None], float, list[Any]]:
@@ -420,7 +424,6 @@ def test_the_kuberay_config_deploys(cluster: dict[str, Any]) -> None:
     import yaml
 
     from openenv_mcp.cluster import build_app
-    from openenv_mcp.sharding import ROUTE_HEADER
 
     service = yaml.safe_load((ROOT / "docs" / "deploy" / "rayservice.yaml").read_text())
     head = service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
@@ -449,3 +452,113 @@ def test_the_kuberay_config_deploys(cluster: dict[str, Any]) -> None:
 
     shards = asyncio.run(play())
     assert set(shards) == set(replica_shards(APP))
+
+
+def ledger_holdings() -> dict[str, dict[str, int]]:
+    """What the client ledger counts: each client's live episodes per shard."""
+    handle = serve.get_deployment_handle(LEDGER_NAME, APP)
+    holdings: dict[str, dict[str, int]] = handle.holdings.remote().result(timeout_s=30)
+    return holdings
+
+
+def held_by(client: str) -> int:
+    return sum(counts.get(client, 0) for counts in ledger_holdings().values())
+
+
+def call(
+    port: int, tool: str, arguments: dict[str, Any], source: str = "127.0.0.1"
+) -> dict[str, Any]:
+    """A sessionless (2026-07-28) MCP ``tools/call`` through Ray's proxy from loopback
+    address ``source`` (as ``tests/server/http_attacks.call``; this cluster has no
+    token), its routing parameter (a handle, or ``reset``'s shard) mirrored in
+    ``Mcp-Param-Route``; its JSON-RPC result."""
+    mcp_headers, body = sessionless_call(tool, arguments, client="ray-test")
+    route = arguments.get("episode_id") or arguments.get("shard")
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        **mcp_headers,
+        **({ROUTE_HEADER: route} if route else {}),
+    }
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0))
+    try:
+        conn.request("POST", "/mcp", json.dumps(body), headers)
+        response = conn.getresponse()
+        text = response.read().decode()
+    finally:
+        conn.close()
+    assert response.status == 200, (response.status, text)
+    result: dict[str, Any] = json.loads(text)["result"]
+    return result
+
+
+def new_episode(port: int, source: str, shard: str) -> dict[str, Any]:
+    """A sessionless ``reset`` (a new episode) from address ``source``, on replica
+    ``shard`` (routed there: which replica a client's episodes land on is the
+    client's to choose)."""
+    return call(port, "reset", {"new_episode": True, "shard": shard}, source=source)
+
+
+def test_one_address_holds_its_cap_across_all_replicas(cluster: dict[str, Any]) -> None:
+    """Issue 32: a client (its address, which Ray's proxy hands on to the replica in the
+    request's scope) holds at most max_episodes_per_client episodes in all, not that many
+    on each replica; another address is another client."""
+    cap = 2
+    redeploy(cluster, "echo", 3, settings={"max_episodes_per_client": cap})
+    port = cluster["port"]
+    shards = replica_shards(APP)
+    # One episode on each of two replicas, then one more on the third, which holds none
+    # of this client's (its own table alone would take it).
+    held = [new_episode(port, "127.0.0.2", shard) for shard in shards[:cap]]
+    assert [r["isError"] for r in held] == [False] * cap, held
+    handles = [r["structuredContent"]["episode_id"] for r in held]
+    assert [shard_of(h) for h in handles] == shards[:cap]
+    refused = new_episode(port, "127.0.0.2", shards[2])
+    assert refused["isError"] is True, refused
+    text = refused["content"][0]["text"]
+    assert text.startswith("ServerFull:"), text
+    assert "address 127.0.0.2" in text and f"max_episodes_per_client={cap}" in text
+    assert "--max-episodes-per-client" in text
+    other = new_episode(port, "127.0.0.3", shards[2])
+    assert other["isError"] is False, other
+    assert held_by("127.0.0.2") == cap and held_by("127.0.0.3") == 1
+    # Closing one makes room at once, on another replica too.
+    closed = call(port, "close", {"episode_id": handles[0]}, source="127.0.0.2")
+    assert closed["isError"] is False, closed
+    again = new_episode(port, "127.0.0.2", shards[2])
+    assert again["isError"] is False, again
+    assert new_episode(port, "127.0.0.2", shards[0])["isError"] is True
+    assert held_by("127.0.0.2") == cap
+
+
+def test_a_client_at_its_cap_gets_room_from_its_idle_episodes_on_any_replica(
+    cluster: dict[str, Any],
+) -> None:
+    """A client refused at its cap has its idle episodes closed on every replica (as one
+    server closes them at the cap), not only on the replica the refused call reached."""
+    idle = 2.0
+    redeploy(cluster, "echo", 3, settings={"max_episodes_per_client": 2, "idle_timeout": idle})
+    port = cluster["port"]
+    shards = replica_shards(APP)
+    held = [new_episode(port, "127.0.0.4", shard) for shard in shards[:2]]
+    assert [r["isError"] for r in held] == [False, False], held
+    time.sleep(idle + 0.5)
+    # The third replica holds none of them: refused at first, then the other two close
+    # theirs (idle past idle_timeout) at their next report, and there is room.
+    first = new_episode(port, "127.0.0.4", shards[2])
+    assert first["isError"] is True and "max_episodes_per_client=2" in first["content"][0]["text"]
+    refused_at = time.monotonic()
+    while (answer := new_episode(port, "127.0.0.4", shards[2]))["isError"]:
+        assert "max_episodes_per_client=2" in answer["content"][0]["text"], answer
+        assert time.monotonic() - refused_at < 20, "the idle episodes were not closed in 20 s"
+        time.sleep(0.25)
+    waited = time.monotonic() - refused_at
+    wait_for(lambda: held_by("127.0.0.4") == 1, 20, "the ledger to count only the new one")
+    for r in held:
+        state = call(port, "state", {"episode_id": r["structuredContent"]["episode_id"]})
+        assert state["isError"] is True, state
+    record_figure(
+        f"ray: a client at its cap (2) with idle episodes on two replicas, refused on a "
+        f"third: room {waited:.1f} s later (each closes that client's idle episodes at its "
+        "next report to the client ledger)"
+    )
