@@ -9,6 +9,9 @@
 * :func:`step_batch`: step episodes of one session in one call.
 
 Importing this package loads none of the server stack; each name loads on first use.
+It registers the Gymnasium ids ``openenv_mcp/<env>-v0`` (``gym.make`` / ``make_vec`` by
+id; ``"openenv_mcp.client:openenv_mcp/<env>-v0"`` from a process that imported nothing
+of ours): see :mod:`openenv_mcp.client._gym_ids`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from openenv_mcp._lazy import lazy_exports
+from openenv_mcp.client._gym_ids import register_gym_ids as _register_gym_ids
 
 __all__ = [
     "Episode",
@@ -44,6 +48,8 @@ _EXPORTS = {
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+_register_gym_ids()
 
 if TYPE_CHECKING:
     from openenv_mcp.client._client import MCPEnvClient

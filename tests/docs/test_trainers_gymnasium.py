@@ -19,6 +19,7 @@ def blocks() -> list[str]:
 
 #: What each block prints last, in order.
 EXPECTED = [
+    "MCPVectorEnv (2, 4)",
     "same episodes both ways",
     "(2, 84, 84, 1)",
     "(4, 84, 84)",
