@@ -7,9 +7,9 @@ gets its ``initialize`` answer while they load; with ``--episode-host`` it only
 relays to this user's episode host (:mod:`openenv_mcp.server._host`), which is
 already up after the first start.
 
-Every Python process openenv-mcp starts (the episode host, worker processes, the servers
-``collect``, ``check``, the benchmarks and the client start) runs :func:`python_command`:
-this interpreter with ``-P``, so nothing is imported from the directory it runs in.
+Every Python process openenv-mcp starts runs
+:func:`openenv_mcp._interpreter.python_command`: nothing is imported from the directory
+it runs in.
 """
 
 from __future__ import annotations
@@ -18,15 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "python_command", "serves_stdio"]
-
-
-def python_command(*args: str) -> list[str]:
-    """The argv that runs this interpreter with ``args`` and never imports from the working
-    directory: ``-P`` keeps it off ``sys.path`` (``-m`` would put it first, ``-c`` its empty
-    entry), so a module planted in the project a harness opened never runs. ``PYTHONPATH``
-    and the installed packages still apply."""
-    return [sys.executable, "-P", *args]
+__all__ = ["main", "serves_stdio"]
 
 
 #: Flags after which ``serve`` does not serve over stdio (or not through the prelude's path).

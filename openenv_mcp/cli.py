@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio
 import typer
 
-from openenv_mcp._launch import python_command
+from openenv_mcp._interpreter import python_command
 from openenv_mcp.codecs import BenchFrames
 from openenv_mcp.errors import OpenEnvError, ServerDied
 from openenv_mcp.options import flag, make_config, parse_cli_options

@@ -12,12 +12,8 @@ from tests.servers import ROOT
 ELSEWHERE: dict[str, list[str]] = {
     "_bench_openenv.py": ["test_openenv_bench.py"],
     "_handles.py": ["server/test_secrets.py"],
-    "_launch.py": [
-        "server/test_prelude.py",
-        "server/test_host.py",
-        "server/test_planted_cwd.py",
-        "test_cli.py",
-    ],
+    "_interpreter.py": ["server/test_planted_cwd.py"],
+    "_launch.py": ["server/test_prelude.py", "server/test_host.py", "test_cli.py"],
     "_lazy.py": ["test_public_api.py"],
     "_schemas.py": ["test_tool_calls_space.py"],
     "_version.py": ["test_public_api.py"],
@@ -46,6 +42,7 @@ ELSEWHERE: dict[str, list[str]] = {
     "client/_transports/sdk.py": ["client/test_session.py"],
     "client/_transports/stdio.py": ["client/test_session.py", "client/test_failures.py"],
     "cluster/_deploy.py": ["cluster/test_ray_serve.py"],
+    "cluster/_ledger.py": ["cluster/test_ray_serve.py"],
     "cluster/_router.py": ["cluster/test_ray_serve.py"],
     "pipeline/base.py": ["pipeline/test_view.py", "pipeline/test_order.py"],
     "pipeline/core.py": ["pipeline/test_ops.py", "pipeline/test_order.py"],

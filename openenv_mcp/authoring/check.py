@@ -265,7 +265,7 @@ def _schemas(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
 
 
 def _stdio(env: str, args: list[str]) -> str:
-    from openenv_mcp._launch import python_command
+    from openenv_mcp._interpreter import python_command
     from openenv_mcp.client import MCPEnvClient
 
     command = python_command("-m", "openenv_mcp", "serve", env, "--stdio", *args)

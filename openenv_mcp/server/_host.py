@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openenv_mcp._launch import python_command
+from openenv_mcp._interpreter import python_command
 
 if TYPE_CHECKING:
     import asyncio
