@@ -14,12 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from openenv_env._images import find_images
+from openenv_env._images import MAX_FRAME_PIXELS, find_pictures
 from openenv_mcp.spaces import RAW_ARRAY_SCHEMA, ToolCall
 
 __all__ = [
+    "MAX_OBSERVATION_VALUES",
+    "MAX_REPLY_BYTES",
+    "MAX_REPLY_VALUES",
     "OBSERVATION_ENVELOPE",
+    "STARTUP_TIMEOUT",
     "Described",
+    "Limits",
     "Observed",
     "ToolCall",
     "action_fields_schema",
@@ -29,6 +34,34 @@ __all__ = [
 
 #: What OpenEnv's wire form takes out of an Observation model (``serialize_observation``).
 OBSERVATION_ENVELOPE = ("reward", "done", "metadata")
+
+#: Largest answer taken from an OpenEnv server, in bytes (one WebSocket message):
+#: ``--max-reply-bytes``. Refused from its frame's length, before it is read.
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+#: Most JSON values one answer may hold (a string counts its two quotes besides):
+#: ``--max-reply-values``. Counted in its bytes before it is parsed; parsed, a value so
+#: counted takes at most ~60 bytes, 4 Mi of them 250 MB, and under 0.3 s of parsing
+#: (holding Python's lock). An OpenEnv BrowserGym screenshot of 1280x720 as nested lists
+#: is 3.7 Mi.
+MAX_REPLY_VALUES = 4 * 1024 * 1024
+#: Of those, the most that go on to MCP clients as they came (all but pixel lists,
+#: which become compact arrays): ``--max-observation-values``. Each one costs the
+#: server memory and time on its way to the client (1 Mi of them, ~170 MB).
+MAX_OBSERVATION_VALUES = 1024 * 1024
+#: Seconds for everything read from an OpenEnv server at start-up, together
+#: (``/schema``, ``/metadata``, its tools): ``--startup-timeout``.
+STARTUP_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What is taken from an OpenEnv environment (see the constants for each)."""
+
+    reply_bytes: int = MAX_REPLY_BYTES
+    reply_values: int = MAX_REPLY_VALUES
+    observation_values: int = MAX_OBSERVATION_VALUES
+    frame_pixels: int = MAX_FRAME_PIXELS
+    startup_timeout: float = STARTUP_TIMEOUT
 
 
 def is_tool_call_schema(schema: dict[str, Any]) -> bool:
@@ -105,6 +138,7 @@ class Observed:
         metadata: its ``metadata`` (in this process only: OpenEnv's wire drops it).
         rubric: each named rubric's last score (in this process only).
         frame: the first image-like field: an ``HxWxC`` array, or encoded image bytes.
+        array_values: how many JSON values its pixel lists held (now arrays).
     """
 
     observation: dict[str, Any]
@@ -113,6 +147,7 @@ class Observed:
     metadata: dict[str, Any] = field(default_factory=dict)
     rubric: dict[str, float] = field(default_factory=dict)
     frame: np.ndarray | bytes | None = None
+    array_values: int = 0
 
     @classmethod
     def from_payload(
@@ -120,12 +155,17 @@ class Observed:
         payload: dict[str, Any],
         metadata: dict[str, Any] | None = None,
         rubric: dict[str, float] | None = None,
+        max_pixels: int = MAX_FRAME_PIXELS,
     ) -> Observed:
-        """From OpenEnv's ``{observation, reward, done}`` (``serialize_observation``)."""
+        """From OpenEnv's ``{observation, reward, done}`` (``serialize_observation``).
+
+        Raises:
+            TooLarge: a picture in it has more than ``max_pixels`` pixels.
+        """
         observation = payload.get("observation")
         if not isinstance(observation, dict):
             observation = {"value": observation}
-        observation, frame = find_images(observation)
+        observation, frame, arrays = find_pictures(observation, max_pixels)
         reward = payload.get("reward")
         return cls(
             observation=observation,
@@ -134,6 +174,7 @@ class Observed:
             metadata=dict(metadata or {}),
             rubric=dict(rubric or {}),
             frame=frame,
+            array_values=arrays,
         )
 
     @property

@@ -15,7 +15,8 @@ import typing
 from typing import Any
 
 from openenv_env._described import Described, Observed, ToolCall, is_tool_call_schema
-from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, InvalidAction
+from openenv_env._images import MAX_FRAME_PIXELS, TooLarge
+from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, EnvCrashed, InvalidAction
 from openenv_mcp.registry import load_reference
 
 __all__ = ["LocalSession", "describe_local", "load_local"]
@@ -148,8 +149,9 @@ def _schema_of(model: Any) -> dict[str, Any]:
 class LocalSession:
     """One instance of the class, made at the first reset, closed with the episode."""
 
-    def __init__(self, loaded: Loaded) -> None:
+    def __init__(self, loaded: Loaded, max_pixels: int = MAX_FRAME_PIXELS) -> None:
         self.loaded = loaded
+        self.max_pixels = max_pixels
         self.env: Any = None
 
     def _instance(self) -> Any:
@@ -209,7 +211,15 @@ class LocalSession:
                 if isinstance(part.last_score, (int, float)):
                     rubric[name] = float(part.last_score)
         metadata = getattr(observation, "metadata", None) or {}
-        return Observed.from_payload(serialize_observation(observation), metadata, rubric)
+        try:
+            return Observed.from_payload(
+                serialize_observation(observation), metadata, rubric, self.max_pixels
+            )
+        except TooLarge as exc:
+            cls = self.loaded.env_cls
+            raise EnvCrashed(
+                f"the OpenEnv environment {cls.__module__}:{cls.__qualname__} sent {exc}"
+            ) from None
 
     def close(self) -> None:
         """Close the instance."""

@@ -13,6 +13,13 @@ schema); an MCP environment's actions are its tools, each listed as an MCP
 tool of its own. The observation is the Observation's fields, pixels found in
 it become the frame (MCP image content), ``done`` becomes ``terminated`` (or
 ``truncated`` where the environment says so in its metadata or fields).
+
+A running server is not trusted with this process: what it declares at start-up
+must come within ``--startup-timeout``, and each answer within ``--max-reply-bytes``
+(refused unread), ``--max-reply-values`` (counted before parsing),
+``--max-observation-values`` (what goes on to clients as it came) and, for its
+pictures, ``--max-frame-pixels`` (measured before decoding). Each limit's error
+names the server and the limit; the other episodes answer on meanwhile.
 """
 
 from __future__ import annotations
@@ -26,12 +33,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from openenv_env._described import (
+    MAX_OBSERVATION_VALUES,
+    MAX_REPLY_BYTES,
+    MAX_REPLY_VALUES,
+    STARTUP_TIMEOUT,
     Described,
+    Limits,
     Observed,
     action_fields_schema,
     observation_fields_schema,
 )
-from openenv_env._images import IMAGE_HINTS, to_rgb
+from openenv_env._images import IMAGE_HINTS, MAX_FRAME_PIXELS, to_rgb
 from openenv_env._local import Loaded, LocalSession, describe_local, load_local
 from openenv_env._remote import RemoteSession, describe_remote, normalize_url
 from openenv_env._words import OpenEnvNarration
@@ -73,6 +85,43 @@ class OpenEnvConfig(BaseModel):
         description="Seconds to wait for an OpenEnv server's answer (keep it under the "
         "server's --call-timeout, so the error names the OpenEnv server).",
     )
+    startup_timeout: float = Field(
+        STARTUP_TIMEOUT,
+        gt=0,
+        le=3600,
+        description="With --url: seconds for everything read from the OpenEnv server at "
+        "start-up (/schema, /metadata, its tools), together: a server that answers slowly, "
+        "or drips its answer, fails the start naming it.",
+    )
+    max_reply_bytes: int = Field(
+        MAX_REPLY_BYTES,
+        ge=64 * 1024,
+        description="With --url: the largest answer taken from the OpenEnv server, in bytes "
+        "(refused from its length, unread): its call fails naming the server and the limit, "
+        "and its session is closed.",
+    )
+    max_reply_values: int = Field(
+        MAX_REPLY_VALUES,
+        ge=1024,
+        description="With --url: the most JSON values one answer may hold (a string counts "
+        "its two quotes besides), counted before it is parsed: parsed, each takes memory, "
+        "and parsing holds up other episodes. A 1280x720 screenshot as nested lists is "
+        "about 3.7 million.",
+    )
+    max_observation_values: int = Field(
+        MAX_OBSERVATION_VALUES,
+        ge=1024,
+        description="With --url: of an answer's JSON values, the most that go on to MCP "
+        "clients as they came: all but its pixel lists (those become compact arrays). Each "
+        "costs the server memory and time on its way to the client.",
+    )
+    max_frame_pixels: int = Field(
+        MAX_FRAME_PIXELS,
+        ge=1,
+        description="The largest picture taken from an observation, in pixels (width x "
+        "height; 4096x4096 by default), measured before it is decoded (an image by its "
+        "header, a pixel list by its shape).",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> OpenEnvConfig:
@@ -93,13 +142,23 @@ _described: dict[tuple[Any, ...], tuple[Described, Loaded | None]] = {}
 _lock = threading.Lock()
 
 
+def _limits(config: OpenEnvConfig) -> Limits:
+    return Limits(
+        reply_bytes=config.max_reply_bytes,
+        reply_values=config.max_reply_values,
+        observation_values=config.max_observation_values,
+        frame_pixels=config.max_frame_pixels,
+        startup_timeout=config.startup_timeout,
+    )
+
+
 def _describe(config: OpenEnvConfig) -> tuple[Described, Loaded | None]:
     key = (config.url, config.env, config.action, config.observation)
     with _lock:
         found = _described.get(key)
     if found is None:
         if config.url is not None:
-            found = (describe_remote(config.url, config.timeout), None)
+            found = (describe_remote(config.url, config.timeout, _limits(config)), None)
         else:
             assert config.env is not None
             loaded = load_local(config.env, config.action, config.observation)
@@ -174,9 +233,9 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         self.described, loaded = _describe(config)
         described = self.described
         self._session: RemoteSession | LocalSession = (
-            LocalSession(loaded)
+            LocalSession(loaded, config.max_frame_pixels)
             if loaded is not None
-            else RemoteSession(described.origin, config.timeout)
+            else RemoteSession(described.origin, config.timeout, _limits(config))
         )
         self.action_space: Any
         if described.tools is not None:
@@ -277,7 +336,7 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         if self._last is None or self._last.frame is None:
             return None
         if self._frame is None:
-            self._frame = to_rgb(self._last.frame)
+            self._frame = to_rgb(self._last.frame, self.config.max_frame_pixels)
         return self._frame
 
     def close(self) -> None:
