@@ -1,7 +1,8 @@
 """Everything in harness_examples/ runs as written.
 
-* each agent config (Claude Code, Claude Desktop, Cursor): the exact command it
-  holds is started and its tools listed through an MCP client;
+* each agent config (Claude Code, Claude Desktop, Cursor, Gemini CLI): the exact
+  command it holds is started and its tools listed through an MCP client (Gemini CLI
+  itself plays through its config in tests/harnesses/test_gemini.py);
 * every Inspector CLI command in inspector.md runs against a real server;
 * both GRPO scripts run end to end (shortened by ``--quick``);
 * the TRL helper meets TRL's ``environment_factory`` contract: checked with
@@ -38,7 +39,12 @@ from tests.test_independent_clients import node_tools  # noqa: F401  (a shared f
 
 EXAMPLES = ROOT / "harness_examples"
 PLACEHOLDER = "/ABSOLUTE/PATH/TO/openenv-mcp"
-CONFIGS = ["claude_code.mcp.json", "claude_desktop_config.json", "cursor.mcp.json"]
+CONFIGS = [
+    "claude_code.mcp.json",
+    "claude_desktop_config.json",
+    "cursor.mcp.json",
+    "gemini.settings.json",
+]
 
 sys.path.insert(0, str(EXAMPLES))
 
@@ -133,7 +139,8 @@ def test_readme_sed_lines_fill_in_every_config(tmp_path: Path) -> None:
     (tmp_path / "harness_examples").symlink_to(EXAMPLES)
     (tmp_path / ".cursor").mkdir()
     seds = readme_commands('sed "s|')
-    assert len(seds) == len(CONFIGS)
+    named = [re.search(r"harness_examples/(\S+)", line) for line in seds]
+    assert sorted(m[1] for m in named if m) == sorted(CONFIGS), seds  # one line each
     for line in seds:
         proc = subprocess.run(
             ["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=30
