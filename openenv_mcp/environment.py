@@ -270,7 +270,19 @@ class EnvTool:
         handler: ``handler(env, params)`` -> a JSON-able dict. ``params`` is an
             instance of ``params`` (or ``None`` when it is ``None``).
         params: pydantic model of the tool's own arguments, or ``None``.
-        read_only: the tool changes nothing (an MCP annotation for clients).
+        read_only: the tool changes nothing. This and the three below are what
+            clients are told the tool does (MCP's tool annotations, all of them given:
+            a harness takes a hint left out at its most cautious, and ``codex exec``
+            refuses a tool that may be destructive or reach the outside world).
+        destructive: it may undo or overwrite something beyond its episode (a file the
+            episode did not make, a record elsewhere). An episode's own state is the
+            episode's to change: a tool that only moves its episode on is not
+            destructive. Never with ``read_only``.
+        idempotent: calling it again with the same arguments changes nothing more;
+            ``None``: as ``read_only`` (a look is; an act, by default, is not).
+        open_world: it reaches outside the server's process (a remote server, the
+            network); ``None``: whatever the environment does, i.e. not
+            ``serving.offline``.
     """
 
     name: str
@@ -279,6 +291,15 @@ class EnvTool:
     handler: Callable[[Any, Any], dict[str, Any]]
     params: type[BaseModel] | None = None
     read_only: bool = True
+    destructive: bool = False
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.read_only and self.destructive:
+            raise ValueError(f"tool {self.name!r}: a read_only tool cannot be destructive")
+        if self.read_only and self.idempotent is False:
+            raise ValueError(f"tool {self.name!r}: a read_only tool is idempotent")
 
 
 @dataclass(frozen=True)

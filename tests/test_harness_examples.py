@@ -1,8 +1,8 @@
 """Everything in harness_examples/ runs as written.
 
-* each agent config (Claude Code, Claude Desktop, Cursor, Gemini CLI): the exact
-  command it holds is started and its tools listed through an MCP client (Gemini CLI
-  itself plays through its config in tests/harnesses/test_gemini.py);
+* each agent config (Claude Code, Claude Desktop, Cursor, Gemini CLI, Codex CLI): the
+  exact command it holds is started and its tools listed through an MCP client (Gemini
+  CLI and Codex CLI themselves play through theirs in tests/harnesses/);
 * every Inspector CLI command in inspector.md runs against a real server;
 * both GRPO scripts run end to end (shortened by ``--quick``);
 * the TRL helper meets TRL's ``environment_factory`` contract: checked with
@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ CONFIGS = [
     "claude_desktop_config.json",
     "cursor.mcp.json",
     "gemini.settings.json",
+    "codex.config.toml",  # TOML: its servers are mcp_servers (read here as mcpServers)
 ]
 
 sys.path.insert(0, str(EXAMPLES))
@@ -86,7 +88,14 @@ def filled(name: str) -> dict[str, Any]:
     """A config as a user fills it in: the placeholder replaced by the repo's path."""
     text = (EXAMPLES / name).read_text()
     assert PLACEHOLDER in text, f"{name} should carry the documented placeholder"
-    data: dict[str, Any] = json.loads(text.replace(PLACEHOLDER, str(ROOT)))
+    return parsed(name, text.replace(PLACEHOLDER, str(ROOT)))
+
+
+def parsed(name: str, text: str) -> dict[str, Any]:
+    """A config's text as data; Codex's TOML with its ``mcp_servers`` as ``mcpServers``."""
+    if name.endswith(".toml"):
+        return {"mcpServers": tomllib.loads(text)["mcp_servers"]}
+    data: dict[str, Any] = json.loads(text)
     return data
 
 
@@ -138,16 +147,24 @@ def readme_commands(prefix: str) -> list[str]:
 def test_readme_sed_lines_fill_in_every_config(tmp_path: Path) -> None:
     (tmp_path / "harness_examples").symlink_to(EXAMPLES)
     (tmp_path / ".cursor").mkdir()
+    (tmp_path / ".codex").mkdir()  # ~/.codex, HOME being tmp_path: never the user's
     seds = readme_commands('sed "s|')
     named = [re.search(r"harness_examples/(\S+)", line) for line in seds]
     assert sorted(m[1] for m in named if m) == sorted(CONFIGS), seds  # one line each
-    for line in seds:
+    for line, name in zip(seds, named, strict=True):
+        assert name is not None
         proc = subprocess.run(
-            ["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=30
+            ["bash", "-c", line],
+            cwd=tmp_path,
+            env={**os.environ, "HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         assert proc.returncode == 0, proc.stderr
-        text = proc.stdout or ((tmp_path / line.split("> ")[-1]).read_text())
-        server = json.loads(text)["mcpServers"]["atari"]
+        written = line.split("> ")[-1].replace("~", str(tmp_path), 1)
+        text = proc.stdout or ((tmp_path / written).read_text())
+        server = parsed(name[1], text)["mcpServers"]["atari"]
         assert server["command"] == f"{tmp_path}/dev"
 
 

@@ -3,6 +3,7 @@ the served environment knows (its actions, its options, its info)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -30,14 +31,21 @@ from openenv_mcp.server._args import (
 from openenv_mcp.server._handlers import Handlers
 from openenv_mcp.server._results import episode_output_schema
 from openenv_mcp.server._settings import ServerSettings
-from openenv_mcp.server._tools import Handler, ModelTool
+from openenv_mcp.server._tools import ACTS, LOOKS, TIDIES, Handler, Hints, ModelTool
 from openenv_mcp.sharding import ROUTE_TOKEN
 from openenv_mcp.spaces import NamedDiscrete, ToolCalls
 from openenv_mcp.spec import EnvSpec
 
-__all__ = ["build_tools"]
+__all__ = ["build_tools", "env_tool_hints", "reaching"]
 
 log = logging.getLogger("openenv_mcp.server")
+
+
+def reaching(hints: Hints, spec: EnvSpec) -> Hints:
+    """``hints`` for a tool that runs the environment's code: it reaches whatever the
+    environment reaches (outside the process unless it declares ``offline``; the
+    OpenEnv bridge's remote server, for one)."""
+    return dataclasses.replace(hints, open_world=not spec.serving.offline)
 
 
 def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> list[ModelTool]:
@@ -48,7 +56,7 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
     if handlers.rewarded or (profile.trainer_tools and settings.record is not None):
         tools.append(_summary_tool(handlers))
     taken = {t.name for t in tools}
-    tools += [_env_tool(tool, handlers) for tool in spec.tools if tool.name not in taken]
+    tools += [_env_tool(tool, handlers, spec) for tool in spec.tools if tool.name not in taken]
     taken = {t.name for t in tools}
     tools += _tool_call_tools(spec, handlers, taken, output, profile.trainer_tools)
     if _lists_legal_actions(spec) and "legal_actions" not in {t.name for t in tools}:
@@ -110,6 +118,7 @@ def _episode_tools(
                 AgentResetArgs,
                 handlers.reset,
                 None,
+                hints=reaching(ACTS, spec),
                 schema_patch=options,
             ),
             ModelTool.build(
@@ -119,6 +128,7 @@ def _episode_tools(
                 AgentStepArgs,
                 lambda a: handlers.step(a.episode_id, a.action, None, a.repeat),
                 None,
+                hints=reaching(ACTS, spec),
                 schema_patch=action,
             ),
             ModelTool.build(
@@ -127,7 +137,7 @@ def _episode_tools(
                 EpisodeArgs,
                 handlers.state,
                 None,
-                read_only=True,
+                hints=reaching(LOOKS, spec),
             ),
         ]
     snapshots = spec.supports_snapshots
@@ -143,6 +153,7 @@ def _episode_tools(
             SnapshotResetArgs if snapshots else ResetArgs,
             handlers.reset,
             output,
+            hints=reaching(ACTS, spec),
             schema_patch=options,
         ),
         ModelTool.build(
@@ -154,6 +165,7 @@ def _episode_tools(
                 a.episode_id, a.action, a.frames, a.repeat, tuple(a.extras or ())
             ),
             output,
+            hints=reaching(ACTS, spec),
             schema_patch=action,
         ),
         ModelTool.build(
@@ -164,6 +176,7 @@ def _episode_tools(
             StepBatchArgs,
             handlers.step_batch,
             None if output is None else _batch_output_schema(output),
+            hints=reaching(ACTS, spec),
             schema_patch={"steps": _batch_steps_schema(spec)},
         ),
         ModelTool.build(
@@ -172,7 +185,7 @@ def _episode_tools(
             StateArgs,
             handlers.state,
             output,
-            read_only=True,
+            hints=reaching(LOOKS, spec),
         ),
         ModelTool.build(
             "close",
@@ -180,6 +193,7 @@ def _episode_tools(
             EpisodeArgs,
             handlers.close,
             None,
+            hints=reaching(TIDIES, spec),  # the env's close: the bridge's session ends
         ),
     ]
     if snapshots:
@@ -192,6 +206,7 @@ def _episode_tools(
                 EpisodeArgs,
                 handlers.snapshot,
                 None,
+                hints=reaching(ACTS, spec),
             ),
             ModelTool.build(
                 "release_snapshot",
@@ -199,6 +214,7 @@ def _episode_tools(
                 ReleaseArgs,
                 handlers.release_snapshot,
                 None,
+                hints=TIDIES,  # the server's own table: no env code runs
             ),
         ]
     return tools
@@ -212,18 +228,29 @@ def _summary_tool(handlers: Handlers) -> ModelTool:
         EpisodeArgs,
         handlers.episode_summary,
         None,
-        read_only=True,
+        hints=LOOKS,  # from the server's own records: no env code runs
     )
 
 
-def _env_tool(tool: EnvTool, handlers: Handlers) -> ModelTool:
+def _env_tool(tool: EnvTool, handlers: Handlers, spec: EnvSpec) -> ModelTool:
     return ModelTool.build(
         tool.name,
         tool.description,
         env_tool_args(tool),
         handlers.env_tool(tool),
         None,
+        hints=env_tool_hints(tool, spec),
+    )
+
+
+def env_tool_hints(tool: EnvTool, spec: EnvSpec) -> Hints:
+    """What an environment's own tool does: as it declares, the rest derived (a look
+    is idempotent, an act is not; it reaches what its environment reaches)."""
+    return Hints(
         read_only=tool.read_only,
+        destructive=tool.destructive,
+        idempotent=tool.read_only if tool.idempotent is None else tool.idempotent,
+        open_world=not spec.serving.offline if tool.open_world is None else tool.open_world,
     )
 
 
@@ -240,7 +267,7 @@ def _legal_actions_tool(spec: EnvSpec, handlers: Handlers) -> ModelTool:
         EpisodeArgs,
         handlers.legal_actions,
         None,
-        read_only=True,
+        hints=reaching(LOOKS, spec),
     )
 
 
@@ -266,6 +293,7 @@ def _per_action_tools(
                 args_model,
                 _action_handler(handlers, action.id),
                 output,
+                hints=reaching(ACTS, spec),
             )
         )
     return tools
@@ -309,6 +337,7 @@ def _tool_call_tools(
             model,
             _call_handler(handlers, call.name),
             output,
+            hints=reaching(ACTS, spec),
             schema_patch=properties,
         )
         tool.parameters["required"] = list(call.schema.get("required") or [])

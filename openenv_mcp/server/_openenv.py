@@ -280,7 +280,12 @@ class OpenEnvRoutes:
         tools = {t.name: t for t in self.app.tools}
         if method == "tools/list":
             listed = [
-                {"name": t.name, "description": t.description or "", "inputSchema": t.parameters}
+                {
+                    "name": t.name,
+                    "description": t.description or "",
+                    "inputSchema": t.parameters,
+                    "annotations": t.wire_annotations(),
+                }
                 for t in tools.values()
             ]
             return wire.json_response({"jsonrpc": "2.0", "id": rid, "result": {"tools": listed}})

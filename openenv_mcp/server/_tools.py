@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import mcp_types
@@ -30,11 +31,60 @@ from openenv_mcp.server._results import Reply, error_result
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-__all__ = ["Handler", "ModelTool", "UnknownToolErrors"]
+__all__ = ["ACTS", "LOOKS", "TIDIES", "Handler", "Hints", "ModelTool", "UnknownToolErrors"]
 
 log = logging.getLogger("openenv_mcp.server")
 
 Handler = Callable[[Any], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What a tool does, as MCP's tool annotations tell clients: every hint is given.
+
+    MCP's default for a hint left out is the cautious one (a tool not read-only is
+    taken to be destructive and to reach an open world), and harnesses act on them:
+    ``codex exec`` refuses every such tool under its default approval policy. An
+    episode is the client's own: a tool that changes only episodes (its moves, its
+    restarts, closing it) destroys nothing of the world around it.
+
+    Attributes:
+        read_only: it changes nothing (``readOnlyHint``).
+        destructive: it may undo or overwrite something beyond the episodes it acts on
+            (``destructiveHint``).
+        idempotent: calling it again with the same arguments changes nothing more
+            (``idempotentHint``).
+        open_world: it reaches outside this process: a remote server, the network
+            (``openWorldHint``).
+    """
+
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    def __post_init__(self) -> None:
+        if self.read_only and (self.destructive or not self.idempotent):
+            raise ValueError(
+                "a read-only tool changes nothing: never destructive, always idempotent"
+            )
+
+    def annotations(self) -> mcp_types.ToolAnnotations:
+        """The hints as MCP's ``ToolAnnotations`` (``readOnlyHint`` ... on the wire)."""
+        return mcp_types.ToolAnnotations(
+            read_only_hint=self.read_only,
+            destructive_hint=self.destructive,
+            idempotent_hint=self.idempotent,
+            open_world_hint=self.open_world,
+        )
+
+
+#: Looks at episodes or the env, changing nothing (``state``, ``legal_actions``).
+LOOKS = Hints(read_only=True, idempotent=True)
+#: Changes an episode, every call anew (``reset``, ``step``, action tools, ``snapshot``).
+ACTS = Hints(read_only=False)
+#: Frees what a client holds; again, it is already gone (``close``, ``release_snapshot``).
+TIDIES = Hints(read_only=False, idempotent=True)
 
 
 class ModelTool(Tool):
@@ -52,10 +102,11 @@ class ModelTool(Tool):
         handler: Handler,
         output_schema: dict[str, Any] | None,
         *,
+        hints: Hints,
         schema_patch: dict[str, dict[str, Any]] | None = None,
-        read_only: bool = False,
     ) -> ModelTool:
-        """Make a tool; ``schema_patch`` replaces property schemas (run-time enums)."""
+        """Make a tool; ``hints`` say what it does (its MCP annotations);
+        ``schema_patch`` replaces property schemas (run-time enums)."""
         parameters = args_model.model_json_schema()
         parameters.pop("title", None)
         for prop, schema in (schema_patch or {}).items():
@@ -67,10 +118,16 @@ class ModelTool(Tool):
             description=description,
             parameters=portable(parameters),
             output_schema=None if output_schema is None else portable(output_schema),
-            annotations=mcp_types.ToolAnnotations(read_only_hint=read_only, open_world_hint=False),
+            annotations=hints.annotations(),
             args_model=args_model,
             handler=handler,
         )
+
+    def wire_annotations(self) -> dict[str, Any]:
+        """The tool's annotations as ``tools/list`` sends them (``readOnlyHint`` ...)."""
+        if self.annotations is None:
+            return {}
+        return self.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         """FastMCP's entry point: :meth:`reply` as a :class:`ToolResult`."""
