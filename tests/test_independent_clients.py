@@ -100,7 +100,9 @@ def test_inspector_cli_over_http(node_tools: dict[str, str]) -> None:
         missing = inspector(
             node_tools, target, "tools/call", *call("step", {"action": "x"}), ok=False
         )
-        assert missing["content"][0]["text"].startswith("EpisodeRequired:")
+        # each CLI call is a new MCP session, which has no default episode: it is told so
+        told = missing["content"][0]["text"]
+        assert told.startswith("ResetNeeded:") and "episode_id from reset's answer" in told
 
 
 def sdk_session(
@@ -150,7 +152,9 @@ def test_typescript_sdk_over_http(node_tools: dict[str, str]) -> None:
         out = sdk_session(node_tools, ["--http", url], ops)
     reset, step = (r["result"] for r in out["results"])
     assert reset["structuredContent"]["step"] == 0
-    assert step["isError"] and step["content"][0]["text"].startswith("EpisodeRequired:")
+    # the SDK holds one MCP session: a call without episode_id means its default episode
+    assert not step.get("isError") and step["structuredContent"]["step"] == 1
+    assert step["structuredContent"]["episode_id"] == reset["structuredContent"]["episode_id"]
 
 
 def test_inspector_cli_plays_atari(node_tools: dict[str, str]) -> None:

@@ -18,8 +18,8 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -47,7 +47,16 @@ from openenv_mcp.server._runtime import Runtime
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.sharding import shard_of, with_shard
 
-__all__ = ["Caller", "Episode", "EpisodeTable", "Snapshot", "current_caller", "current_client"]
+__all__ = [
+    "Caller",
+    "Episode",
+    "EpisodeTable",
+    "Run",
+    "Snapshot",
+    "current_caller",
+    "current_client",
+    "current_run",
+]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -60,16 +69,66 @@ current_client: ContextVar[str | None] = ContextVar("openenv_current_client", de
 
 
 @dataclass(eq=False)
+class Run:
+    """A harness run an episode host tells apart across its connections: the process that
+    starts the stdio servers relaying to it (its pid and start time, or what
+    ``OPENENV_MCP_HARNESS_RUN`` names). A harness that starts a server per tool call
+    makes a new connection, a new :class:`Caller`, for every call; the run's default
+    episode (the last any of its connections reset) is what such a call without a
+    handle means.
+
+    Two of its connections open at once (concurrent samples, parallel tool calls) make
+    it *crowded*: which episode a call without a handle means can no longer be told, so
+    from then on such calls must name their episode (a connection's own default, in a
+    connection held open, still stands).
+    """
+
+    key: str
+    default_id: str | None = None
+    #: Its connections open now.
+    open: int = 0
+    crowded: bool = False
+    #: When its last connection closed (the table's clock), to forget it once idle.
+    left: float = 0.0
+
+
+@dataclass(eq=False)
 class Caller:
     """A client its transport tells apart (a stdio process, a connection to an episode
-    host): the episode its calls without a handle mean (the last it reset)."""
+    host, a Streamable HTTP session): the episode its calls without a handle mean (the
+    last it reset)."""
 
     default_id: str | None = None
+    #: The harness run its connection belongs to (an episode host's connection, where
+    #: the relay named one): its default stands in while this caller has none.
+    run: Run | None = None
 
 
 #: The caller of the call being served, where the transport tells callers apart (set by
 #: each line connection); ``None`` elsewhere.
 current_caller: ContextVar[Caller | None] = ContextVar("openenv_current_caller", default=None)
+
+#: The harness run of the connection being served, where an episode host was told one
+#: (:meth:`EpisodeTable.joined`); ``None`` elsewhere.
+current_run: ContextVar[Run | None] = ContextVar("openenv_current_run", default=None)
+
+#: What a call without a handle or a default episode is told: its client may have made
+#: its episode in another connection or server process.
+_FRESH = (
+    "if reset was called already, it was in another connection or server process: this "
+    "client seems to have reconnected, or to start a new server for each call, and a new "
+    "connection has no default episode. Pass the episode_id from reset's answer to every "
+    "call (or, for a client that starts a stdio server per call, serve with --stdio "
+    "--episode-host: episodes then outlive each server process)"
+)
+#: The same in an episode host, for a connection of a harness run none of whose
+#: connections has reset an episode.
+_FRESH_RUN = (
+    "if reset was called already, it came from another harness process than this call (a "
+    "launcher such as `uv run` between the harness and each server makes every call a "
+    "process of its own: set OPENENV_MCP_HARNESS_RUN to one value for the whole run). Pass "
+    "the episode_id from reset's answer to every call"
+)
 
 
 def _handle(prefix: str, shard: str | None) -> str:
@@ -163,6 +222,11 @@ class EpisodeTable:
         self.recording_problem: str | None = None
         #: What watchers see of the episodes (the web page); ``None`` when nobody can watch.
         self.feed: Feed | None = None
+        #: Harness runs an episode host was told of, by key (:meth:`joined`).
+        self.runs: dict[str, Run] = {}
+        #: Episodes made since the server started (an unknown handle in a server that
+        #: made none comes from another server process).
+        self.made = 0
 
     # -- lookup ----------------------------------------------------------------------
 
@@ -175,6 +239,16 @@ class EpisodeTable:
         episode = self.episodes.get(episode_id)
         if episode is None:
             self.require_here(episode_id, "episode")
+            if not self.made:
+                raise UnknownEpisode(
+                    f"no live episode {episode_id!r}: this server process has made no "
+                    "episode since it started, so the id comes from another one: the client "
+                    "seems to start a new server for each call, or to have reconnected to a "
+                    "server that restarted (its episodes went with it). Call reset without "
+                    "episode_id to start a new one; for a client that starts a stdio server "
+                    "per call, serve with --stdio --episode-host so episodes outlive each "
+                    "server process"
+                )
             raise UnknownEpisode(
                 f"no live episode {episode_id!r}: it was never created, was closed, or was "
                 f"evicted after {self.settings.idle_timeout:g}s idle; call reset without "
@@ -188,31 +262,89 @@ class EpisodeTable:
 
         Args:
             episode_id: the handle the call passed, if any.
-            caller: who calls, where the transport tells; ``None`` over a transport
-                many clients share (HTTP), where there is no default.
+            caller: who calls, where the transport tells; ``None`` where nothing tells
+                callers apart (HTTP without a session), where there is no default.
 
         Raises:
-            EpisodeRequired: no handle over a shared transport.
+            EpisodeRequired: no handle, and nothing tells whose default to use.
             ResetNeeded: no handle and no default episode (yet, or any more).
         """
         if episode_id is not None:
             return self.get(episode_id)
         if caller is None:
             raise EpisodeRequired(
-                "episode_id is required over HTTP, where many clients share the server: "
-                "call reset (it returns an episode_id) and pass that id to later calls"
+                "episode_id is required over HTTP without an MCP session (a sessionless "
+                "request: nothing tells this caller apart from the others sharing the "
+                "server): call reset (it returns an episode_id) and pass that id to later "
+                "calls"
             )
-        if caller.default_id is None:
-            raise ResetNeeded("no episode yet: call reset first")
-        episode = self.episodes.get(caller.default_id)
+        run = caller.run
+        default = caller.default_id
+        if default is None and run is not None:
+            if run.crowded:
+                raise EpisodeRequired(
+                    "this call names no episode, and the harness run it comes from has had "
+                    "calls in flight from several server processes at once (concurrent "
+                    "samples, or parallel tool calls, each starting its own server), so "
+                    "which episode it means cannot be told: pass the episode_id from "
+                    "reset's answer"
+                )
+            default = run.default_id
+        if default is None:
+            why = _FRESH if run is None else _FRESH_RUN
+            raise ResetNeeded(f"no episode yet: call reset first; {why}")
+        episode = self.episodes.get(default)
         if episode is None:  # closed, or evicted when idle
             caller.default_id = None
+            if run is not None and run.default_id == default:
+                run.default_id = None
             raise ResetNeeded(
                 "no episode any more (the last one was closed, or evicted after "
                 f"{self.settings.idle_timeout:g}s idle): call reset to start one"
             )
         episode.last_used = self.clock()
         return episode
+
+    def default_of(self, caller: Caller | None) -> str | None:
+        """The live episode a call of ``caller`` without a handle means, if any: its own
+        default, else its run's (while the run is not crowded)."""
+        if caller is None:
+            return None
+        default = caller.default_id
+        run = caller.run
+        if default is None and run is not None and not run.crowded:
+            default = run.default_id
+        return default if default in self.episodes else None
+
+    @contextmanager
+    def joined(self, key: str | None) -> Iterator[Run | None]:
+        """Serve one connection of the harness run ``key`` within (``None``: none was
+        named, the connection is a caller on its own): its calls without a handle fall
+        back on the run's default episode (see :class:`Run`)."""
+        if key is None:
+            yield None
+            return
+        now = self.clock()
+        for stale in [
+            k
+            for k, r in self.runs.items()
+            if not r.open and now - r.left > self.settings.idle_timeout
+        ]:
+            del self.runs[stale]
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = Run(key)
+        run.open += 1
+        if run.open > 1 and not run.crowded:
+            run.crowded = True
+            log.info("harness run %s: connections at once; calls must name their episode", key)
+        token = current_run.set(run)
+        try:
+            yield run
+        finally:
+            current_run.reset(token)
+            run.open -= 1
+            run.left = self.clock()
 
     async def for_reset(
         self, episode_id: str | None, new: bool, caller: Caller | None
@@ -221,12 +353,16 @@ class EpisodeTable:
         caller's default."""
         if episode_id is not None:
             return self.get(episode_id), False
-        if not new and caller is not None and caller.default_id in self.episodes:
-            return self.get(caller.default_id), False  # type: ignore[arg-type]
-        episode = await self.create()
+        default = None if new else self.default_of(caller)
+        if default is not None:
+            episode, created = self.get(default), False
+        else:
+            episode, created = await self.create(), True
         if caller is not None:
             caller.default_id = episode.id
-        return episode, True
+            if caller.run is not None:
+                caller.run.default_id = episode.id
+        return episode, created
 
     @asynccontextmanager
     async def locked(self, episode_id: str | None, caller: Caller | None) -> AsyncIterator[Episode]:
@@ -331,6 +467,7 @@ class EpisodeTable:
             client=client,
         )
         self.episodes[episode.id] = episode
+        self.made += 1
         if self.feed is not None:
             self.feed.opened(episode.id)
         return episode

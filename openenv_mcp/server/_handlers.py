@@ -28,7 +28,13 @@ from openenv_mcp.pipeline import (
     Summary,
     legal_actions,
 )
-from openenv_mcp.server._episodes import Caller, Episode, EpisodeTable, current_caller
+from openenv_mcp.server._episodes import (
+    Caller,
+    Episode,
+    EpisodeTable,
+    current_caller,
+    current_run,
+)
 from openenv_mcp.server._results import (
     Reply,
     error_text,
@@ -47,13 +53,51 @@ __all__ = ["Handlers", "direct_transport"]
 direct_transport: ContextVar[str | None] = ContextVar("openenv_direct_transport", default=None)
 
 
+#: Where a Streamable HTTP session's caller is kept: its connection's state, which lives
+#: as long as the session.
+_SESSION_CALLER = "openenv_mcp.caller"
+
+
 def _caller(table: EpisodeTable) -> Caller | None:
     """Who this call comes from, where its transport tells callers apart (a stdio process,
-    an episode host's connection); ``None`` over a transport many clients share (HTTP),
-    where calls must name their episode."""
-    if is_shared(direct_transport.get() or request_transport()):
+    an episode host's connection, a Streamable HTTP session); ``None`` where nothing
+    does (an HTTP request without a session), where calls must name their episode."""
+    direct = direct_transport.get()
+    if direct is not None:  # a direct path: stdio's lines, or HTTP's sessionless calls
+        return None if is_shared(direct) else _in_run(current_caller.get() or table.local)
+    if is_shared(request_transport()):
+        return _session_caller()
+    return _in_run(current_caller.get() or table.local)
+
+
+def _in_run(caller: Caller) -> Caller:
+    """``caller``, joined to the harness run its connection belongs to (an episode
+    host's, where the relay named one)."""
+    if caller.run is None:
+        caller.run = current_run.get()
+    return caller
+
+
+def _session_caller() -> Caller | None:
+    """The caller of this call's Streamable HTTP session (kept with the session's
+    connection, so it ends with the session); ``None`` for a request without one (the
+    2026-07-28 protocol's, or a stateless server's): nothing identifies its caller."""
+    from fastmcp.server.dependencies import get_context
+
+    try:
+        request = get_context().request_context
+    except RuntimeError:
         return None
-    return current_caller.get() or table.local
+    # The SDK keeps a session's Connection (its id, per-connection state) on the
+    # ServerSession it builds per request; FastMCP reads it the same way.
+    connection = getattr(getattr(request, "session", None), "_connection", None)
+    if connection is None or getattr(connection, "session_id", None) is None:
+        return None
+    state: dict[str, Any] = connection.state
+    caller = state.get(_SESSION_CALLER)
+    if not isinstance(caller, Caller):
+        caller = state[_SESSION_CALLER] = Caller()
+    return caller
 
 
 class Handlers:
@@ -255,7 +299,7 @@ class Handlers:
         """The actions legal now in an episode; every action where no episode is meant
         (none named, and no default one)."""
         caller = _caller(self.table)
-        if args.episode_id is None and (caller is None or caller.default_id is None):
+        if args.episode_id is None and self.table.default_of(caller) is None:
             return json_reply(legal_actions(self.prototype, None))
         async with self.table.locked(args.episode_id, caller) as episode:
             self.table.require_sound(episode)
