@@ -45,8 +45,9 @@ EpisodeId = Annotated[
     str | None,
     Field(
         max_length=128,
-        description="The episode handle returned by reset. Optional over stdio (one client, "
-        "one default episode); required over HTTP.",
+        description="The episode handle returned by reset. Optional over stdio and in an "
+        "MCP session (the caller's default episode: the last it reset); required over "
+        "sessionless HTTP.",
     ),
 ]
 FramesArg = Annotated[
