@@ -7,6 +7,11 @@ gets its ``initialize`` answer while they load; with ``--episode-host`` it only
 relays to this user's episode host (:mod:`openenv_mcp.server._host`), which is
 already up after the first start.
 
+A start that fails (the environment cannot be built, an option is wrong) is told to
+the client too, not only on stderr, which harnesses do not show: the prelude answers
+the handshake with the reason and the command that fixes it
+(:meth:`~openenv_mcp.server._prelude.Prelude.explain`).
+
 Every Python process openenv-mcp starts runs
 :func:`openenv_mcp._interpreter.python_command`: nothing is imported from the directory
 it runs in.
@@ -58,10 +63,25 @@ def main() -> None:
         from openenv_mcp.server._host import relay
 
         sys.exit(relay([arg for arg in argv[1:] if arg not in _FRONT_ONLY]))
-    if serves_stdio(argv):
-        from openenv_mcp.server._prelude import start
+    if not serves_stdio(argv):
+        from openenv_mcp.cli import main as cli_main
 
-        start(argv[1:])
-    from openenv_mcp.cli import main as cli_main
+        cli_main()
+        return
+    from openenv_mcp.server._prelude import exit_status, start, why_not_started
 
-    cli_main()
+    prelude = start(argv[1:])
+    env = argv[1] if len(argv) > 1 else ""
+    try:
+        from openenv_mcp.cli import main as cli_main
+
+        cli_main()
+    except SystemExit as exc:
+        if exit_status(exc.code) != 0 and (why := why_not_started(exc, env)) is not None:
+            prelude.explain(*why)
+        raise
+    except Exception as exc:  # a bug, or a broken install: the traceback goes to stderr
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+        if (why := why_not_started(exc, env)) is not None:
+            prelude.explain(*why)
+        raise SystemExit(1) from None

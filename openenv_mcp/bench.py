@@ -966,7 +966,11 @@ class StartupResult(_Report):
     harness starts it: the first start with nothing kept from an earlier one
     (``stdio_first_*``), then ``repeats`` starts of each kind of stop, which answer
     the handshake and the tool list from what the first start answered
-    (:mod:`openenv_mcp.server._prelude`).
+    (:mod:`openenv_mcp.server._prelude`). The ``host_*`` figures time ``serve ENV
+    --stdio --episode-host`` (:mod:`openenv_mcp.server._host`): its first start, with
+    nothing kept and no episode host running (``host_first_*``), then ``repeats``
+    starts with no host running (``host_cold_*``: the host starts while the front
+    answers the handshake) and with one running (``host_warm_*``).
     """
 
     env: str
@@ -987,6 +991,17 @@ class StartupResult(_Report):
     stdio_initialize_s_repeats: list[float]
     stdio_tools_list_s_repeats: list[float]
     worker_ready_s_repeats: list[float]
+    host_first_initialize_s: float
+    host_first_tools_list_s: float
+    host_first_reset_s: float
+    host_cold_initialize_s: float
+    host_cold_tools_list_s: float
+    host_cold_first_reset_s: float
+    host_warm_initialize_s: float
+    host_warm_tools_list_s: float
+    host_warm_first_reset_s: float
+    host_cold_initialize_s_repeats: list[float]
+    host_cold_tools_list_s_repeats: list[float]
     facts: dict[str, Any] = field(default_factory=_environment_facts)
 
     def table(self) -> str:
@@ -1011,6 +1026,24 @@ class StartupResult(_Report):
             f"  worker: spawn -> ready                   {self.worker_ready_s:7.3f}",
             f"  worker: spawn -> first env made          {self.worker_first_env_s:7.3f}",
         ]
+        hosts = {
+            "first start": (self.host_first_initialize_s, self.host_first_tools_list_s),
+            "cold": (self.host_cold_initialize_s, self.host_cold_tools_list_s),
+            "warm": (self.host_warm_initialize_s, self.host_warm_tools_list_s),
+        }
+        resets = (
+            self.host_first_reset_s,
+            self.host_cold_first_reset_s,
+            self.host_warm_first_reset_s,
+        )
+        for (kind, (initialized, listed)), reset in zip(hosts.items(), resets, strict=True):
+            for what, took in (
+                ("initialize", initialized),
+                ("tools/list", listed),
+                ("first reset", reset),
+            ):
+                label = f"host, {kind}: spawn -> {what}"
+                lines.append(f"  {label:<40} {took:7.3f}")
         return "\n".join(lines)
 
 
@@ -1048,22 +1081,26 @@ class _StdioStart:
     exited: float
 
 
-def _stdio_start(config: BenchConfig, stop: str, answers: str) -> _StdioStart:
+def _stdio_start(
+    config: BenchConfig, stop: str, answers: str, host_dir: str | None = None
+) -> _StdioStart:
     """Seconds from spawning ``serve ENV --stdio`` to its initialize answer, its tool
     list and a reset's answer, and from ``stop`` (one of :data:`STOPS`) to its exit.
-    ``answers`` is the directory of kept answers (``OPENENV_MCP_ANSWER_CACHE``)."""
+    ``answers`` is the directory of kept answers (``OPENENV_MCP_ANSWER_CACHE``); with
+    ``host_dir`` the server is ``--episode-host``'s front, its hosts in that directory."""
     import json
 
     from openenv_mcp.server._answers import CACHE_ENV
+    from openenv_mcp.server._host import HOST_DIR_ENV
 
-    command = _serve_command(config.env, "stdio", config.env_args)
+    extra = ["--episode-host"] if host_dir is not None else []
+    command = _serve_command(config.env, "stdio", config.env_args, *extra)
+    env = {**os.environ, CACHE_ENV: answers}
+    if host_dir is not None:
+        env[HOST_DIR_ENV] = host_dir
     began = time.perf_counter()
     proc = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, CACHE_ENV: answers},
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
@@ -1090,6 +1127,77 @@ def _stdio_start(config: BenchConfig, stop: str, answers: str) -> _StdioStart:
         return _StdioStart(initialized, listed, first_reset, time.perf_counter() - stopped)
     finally:
         _stop(proc)
+
+
+def _hosts_in(directory: str) -> list[int]:
+    """Episode host processes serving a socket in ``directory`` (their command line names it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                cmdline = (proc / "cmdline").read_bytes()
+                if b"--episode-host-socket" in cmdline and directory.encode() in cmdline:
+                    found.append(int(proc.name))
+    return found
+
+
+def _stop_hosts(directory: str) -> None:
+    """Stop the episode hosts serving in ``directory`` (SIGTERM, SIGKILL after a bounded
+    wait), and wait for their sockets to go: the next front finds no host."""
+    hosts = _hosts_in(directory)
+    for pid in hosts:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_TIMEOUT
+    while time.monotonic() < deadline and (_running(hosts) or any(Path(directory).glob("*.sock"))):
+        time.sleep(0.02)
+    for pid in _running(hosts):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for sock in Path(directory).glob("*.sock"):
+        sock.unlink(missing_ok=True)
+
+
+def _running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (not gone, not a zombie)."""
+    live = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+            if state != "Z":
+                live.append(pid)
+    return live
+
+
+def _host_starts(config: BenchConfig, answers: str, repeats: int) -> dict[str, Any]:
+    """The ``host_*`` figures of :class:`StartupResult`: ``serve ENV --stdio --episode-host``
+    first with nothing kept and no host, then ``repeats`` times with no host running (cold)
+    and with the one that start left running (warm)."""
+    import shutil
+
+    with contextlib.ExitStack() as stack:
+        host_dir = tempfile.mkdtemp(prefix="oeh-")  # short: a socket path has 107 bytes
+        stack.callback(shutil.rmtree, host_dir, True)
+        stack.callback(_stop_hosts, host_dir)
+        first = _stdio_start(config, STOPS[0], answers, host_dir)
+        cold, warm = [], []
+        for _ in range(repeats):
+            _stop_hosts(host_dir)
+            cold.append(_stdio_start(config, STOPS[0], answers, host_dir))
+            warm.append(_stdio_start(config, STOPS[0], answers, host_dir))
+    return {
+        "host_first_initialize_s": first.initialized,
+        "host_first_tools_list_s": first.listed,
+        "host_first_reset_s": first.first_reset,
+        "host_cold_initialize_s": _median([s.initialized for s in cold]),
+        "host_cold_tools_list_s": _median([s.listed for s in cold]),
+        "host_cold_first_reset_s": _median([s.first_reset for s in cold]),
+        "host_warm_initialize_s": _median([s.initialized for s in warm]),
+        "host_warm_tools_list_s": _median([s.listed for s in warm]),
+        "host_warm_first_reset_s": _median([s.first_reset for s in warm]),
+        "host_cold_initialize_s_repeats": [s.initialized for s in cold],
+        "host_cold_tools_list_s_repeats": [s.listed for s in cold],
+    }
 
 
 async def _worker_start(
@@ -1125,7 +1233,12 @@ async def _startup(config: BenchConfig, progress: Progress) -> StartupResult:
         first = _stdio_start(config, STOPS[0], answers)
         progress(f"stdio first start: {first.initialized:.3f} s to initialize")
         stdio = [_stdio_start(config, stop, answers) for _ in range(repeats) for stop in STOPS]
-    progress(f"stdio start: {_median([s.initialized for s in stdio]):.3f} s to initialize")
+        progress(f"stdio start: {_median([s.initialized for s in stdio]):.3f} s to initialize")
+        hosts = _host_starts(config, answers, repeats)
+    progress(
+        f"episode host start: {hosts['host_cold_initialize_s']:.3f} s to initialize (cold), "
+        f"{hosts['host_warm_initialize_s']:.3f} s (warm)"
+    )
     exits = {
         stop: _median([s.exited for s in stdio[i :: len(STOPS)]]) for i, stop in enumerate(STOPS)
     }
@@ -1149,6 +1262,7 @@ async def _startup(config: BenchConfig, progress: Progress) -> StartupResult:
         stdio_initialize_s_repeats=[s.initialized for s in stdio],
         stdio_tools_list_s_repeats=[s.listed for s in stdio],
         worker_ready_s_repeats=[w[0] for w in workers],
+        **hosts,
     )
 
 

@@ -5,7 +5,8 @@ and its lists (tools, prompts, resources) depend only on the command line that
 started it and the code it runs, but producing them takes the whole MCP stack:
 about 1.5 s of imports before the first byte. The answers that stack gave are
 kept here, one small JSON file per command line (and working directory,
-interpreter and ``OPENENV_MCP_*`` variables), and
+interpreter and ``OPENENV_MCP_*`` variables; an episode host's front's, whose
+answers are the host's, in every directory), and
 :mod:`openenv_mcp.server._prelude` answers from them while the stack loads.
 
 A book names the code it was written from: the files under its watched paths
@@ -88,9 +89,10 @@ def fingerprint(paths: Sequence[str]) -> str:
     return hashlib.sha256(orjson.dumps(entries)).hexdigest()
 
 
-def _command_key(argv: Sequence[str]) -> str:
+def _command_key(argv: Sequence[str], per_directory: bool = True) -> str:
     variables = sorted((k, v) for k, v in os.environ.items() if k.startswith("OPENENV_MCP_"))
-    identity = [_FORMAT, __version__, sys.executable, os.getcwd(), list(argv), variables]
+    where = os.getcwd() if per_directory else None
+    identity = [_FORMAT, __version__, sys.executable, where, list(argv), variables]
     return hashlib.sha256(orjson.dumps(identity)).hexdigest()[:40]
 
 
@@ -107,12 +109,14 @@ class AnswerBook:
         self.answers: dict[str, dict[str, Any]] = answers
 
     @classmethod
-    def open(cls, argv: Sequence[str]) -> AnswerBook:
-        """The book for the command line ``argv`` (empty where none is kept or it is stale)."""
+    def open(cls, argv: Sequence[str], per_directory: bool = True) -> AnswerBook:
+        """The book for the command line ``argv`` (empty where none is kept or it is stale),
+        and, ``per_directory``, the working directory (an episode host's answers are the
+        same from every directory: it is one host)."""
         folder = cache_dir()
         if folder is None:
             return cls(None, [], {})
-        path = folder / f"{_command_key(argv)}.json"
+        path = folder / f"{_command_key(argv, per_directory)}.json"
         try:
             kept = orjson.loads(path.read_bytes())
             watch = [str(p) for p in kept["watch"]]

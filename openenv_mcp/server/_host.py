@@ -6,13 +6,17 @@ living in that process dies with it and ``step`` after ``reset`` finds nothing.
 With ``serve ENV --stdio --episode-host`` the stdio process is a thin front
 (:func:`relay`): it connects to this user's episode host for the same
 environment and options, starting it on demand, and relays the MCP lines both
-ways, importing nothing heavy. The host (:func:`serve_host`) is an ordinary
-server of the environment listening on a Unix socket in a directory only this
-user can enter, and each connection to it is one caller with a default episode
-of its own. Episodes live in the host, so ``reset`` in one process and ``step``
-with its ``episode_id`` in the next continue the same game, while two sessions
-never see each other's episodes unless handed the handle (128 random bits). The
-host exits once no caller has been connected for its idle time.
+ways, importing nothing heavy. While a host starts (seconds: its imports, the
+environment) the front answers the handshake and the tool list itself, from what
+the host answered an earlier front (:mod:`openenv_mcp.server._prelude`), so a
+harness that asks at once (Codex) lists the tools; every call waits for the host.
+The host (:func:`serve_host`) is an ordinary server of the environment listening
+on a Unix socket in a directory only this user can enter, and each connection to
+it is one caller with a default episode of its own. Episodes live in the host,
+so ``reset`` in one process and ``step`` with its ``episode_id`` in the next
+continue the same game, while two sessions never see each other's episodes unless
+handed the handle (128 random bits). The host exits once no caller has been
+connected for its idle time.
 """
 
 from __future__ import annotations
@@ -30,11 +34,22 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from openenv_mcp._interpreter import python_command
+from openenv_mcp.server._answers import AnswerBook
+from openenv_mcp.server._prelude import (
+    ANSWERABLE,
+    Handover,
+    Prelude,
+    Recorder,
+    fix_for,
+    is_private,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -42,7 +57,7 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
 
 
-__all__ = ["HOST_DIR_ENV", "host_dir", "host_socket", "relay", "serve_host"]
+__all__ = ["HOST_DIR_ENV", "front_book_key", "host_dir", "host_socket", "relay", "serve_host"]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -57,7 +72,18 @@ _CHUNK = 1 << 20
 
 
 class HostError(RuntimeError):
-    """The episode host cannot be used (its directory is not private, it failed to start)."""
+    """The episode host cannot be used (its directory is not private, it failed to start).
+
+    Attributes:
+        reason: why, in a sentence for the client (the host's own error, where it printed
+            one).
+        missing: the host's error is a dependency that did not import.
+    """
+
+    def __init__(self, message: str, reason: str | None = None, missing: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+        self.missing = missing
 
 
 def host_dir() -> Path:
@@ -110,16 +136,37 @@ def host_socket(argv: Sequence[str]) -> Path:
 def relay(argv: Sequence[str]) -> int:
     """Relay this process's stdio to the host serving ``argv``, starting it if needed.
 
+    The front reads the client from the start, as a stdio server's prelude does: while
+    it connects (or starts a host and waits for it to listen) it answers the handshake
+    and the lists from its answer book (the host's answers, kept by an earlier front for
+    the same command line), and holds everything else. Once connected, the host gets
+    every line in order, each request the front answered replayed under a private id
+    (its answer is checked against the one the client got, never shown); the host's
+    first answers are kept for the next front. A host that cannot start is told to the
+    client (:meth:`~openenv_mcp.server._prelude.Prelude.explain`), not only on stderr.
+
     Returns the exit status: 0 when stdin ends (the client left), 1 when the host
     could not be reached or went away (why is on stderr).
     """
+    prelude = Prelude(AnswerBook.open(front_book_key(argv), per_directory=False))
+    prelude.start()
     try:
         path = host_socket(argv)
         conn = _connect_or_start(path, argv)
-    except HostError as exc:
+    except (HostError, OSError) as exc:  # OSError: the host directory, its lock, its log
         print(f"openenv-mcp: episode host: {exc}", file=sys.stderr, flush=True)
+        failed = exc if isinstance(exc, HostError) else HostError(f"episode host: {exc}")
+        kind = "missing" if failed.missing else "other"
+        prelude.explain(failed.reason, fix_for(argv[0] if argv else "", kind))
         return 1
-    return _pump(conn)
+    watch = _Watch(Recorder(prelude, []), prelude.answered)
+    return _pump(conn, (prelude.in_fd, prelude.out_fd), prelude.hand_over(), watch)
+
+
+def front_book_key(argv: Sequence[str]) -> list[str]:
+    """The command line a front keeps the host's answers under (its answer book's):
+    ``argv`` as the host gets it, marked as a front's."""
+    return ["--episode-host", *argv]
 
 
 def _connect(path: Path) -> socket.socket | None:
@@ -163,35 +210,127 @@ def _connect_or_start(path: Path, argv: Sequence[str]) -> socket.socket:
                 return conn
             if process.poll() is not None:
                 tail = log_path.read_bytes()[-2000:].decode(errors="replace")
-                raise HostError(f"the host exited at start (status {process.returncode}):\n{tail}")
+                said = _last_error(tail)
+                raise HostError(
+                    f"the host exited at start (status {process.returncode}):\n{tail}",
+                    f"the episode host exited at start: {said}",
+                    missing="could not be imported" in said,
+                )
             time.sleep(0.05)
         process.kill()
         raise HostError(f"the host did not listen on {path} within {START_TIMEOUT:g}s")
 
 
-def _pump(conn: socket.socket) -> int:
-    """Copy stdin to the host and the host to stdout until the client or the host leaves.
+def _last_error(log: str) -> str:
+    """The error a host that exited at start printed last (its last line, if none)."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    errors = [line.removeprefix("error:").strip() for line in lines if line.startswith("error:")]
+    return errors[-1] if errors else lines[-1] if lines else "it printed nothing"
+
+
+class _Watch:
+    """The relay's first exchanges, read line by line: the recorder sees the client's
+    handshake and list requests (until its first other request) and the host's answers
+    to them, and the answers to the requests the front answered are kept from the
+    client. Once that is over (:attr:`settled`) the relay copies bytes."""
+
+    def __init__(self, recorder: Recorder, replayed: Iterable[str]) -> None:
+        self.recorder = recorder
+        #: Private ids of the replayed requests the host has not answered yet.
+        self.replayed = set(replayed)
+        #: The client sent a request past the handshake and the lists (a tool call).
+        self.client_done = False
+        #: What the recorder tells the client (a list changed), written in order.
+        self.notes: list[bytes] = []
+        recorder.send = lambda message: self.notes.append(orjson.dumps(message) + b"\n")
+
+    @property
+    def settled(self) -> bool:
+        return self.client_done and not self.replayed and not self.recorder.pending
+
+    def inbound(self, line: bytes) -> None:
+        """A line on its way to the host (called before it is sent)."""
+        if self.client_done or not line.strip():
+            return
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return  # the host answers it
+        if not isinstance(message, dict) or "id" not in message or "method" not in message:
+            return  # a notification, an answer
+        if message["method"] in ANSWERABLE:
+            self.recorder.inbound(message)
+        else:
+            self.client_done = True
+
+    def outbound(self, line: bytes) -> bytes:
+        """What the client gets of a line from the host: the line, or nothing (an answer
+        to a replayed request), and anything the recorder had to say."""
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return line
+        if not isinstance(message, dict) or "id" not in message or "method" in message:
+            return line
+        request_id = message["id"]
+        if isinstance(request_id, str):
+            self.replayed.discard(request_id)
+        try:
+            hidden = self.recorder.outbound(request_id, line)
+        except Exception:  # a checked answer is a cache's business: the relay goes on
+            log.debug("could not check the host's answer to %r", request_id, exc_info=True)
+            hidden = is_private(request_id)
+        notes, self.notes = b"".join(self.notes), []
+        return notes if hidden else notes + line
+
+
+def _pump(conn: socket.socket, wire: tuple[int, int], lead: Handover, watch: _Watch) -> int:
+    """Copy the client (``wire``: its in and out descriptors; ``lead``: what the front
+    read first) to the host and the host to the client, until the client or the host
+    leaves; line by line while ``watch`` is not settled, then bytes as they come.
 
     Plain threads and blocking reads: the front stays small (no event loop to import),
     and a read of stdin works the same on a pipe, a file or ``/dev/null``.
     """
     client_left = threading.Event()
+    in_fd, out_fd = wire
 
     def upstream() -> None:
         try:
-            while chunk := os.read(0, _CHUNK):
+            for line in lead.lines:
+                watch.inbound(line)
+            conn.sendall(b"".join(lead.lines) + lead.rest)
+            held = lead.rest
+            while not lead.eof and (chunk := os.read(in_fd, _CHUNK)):
+                if not watch.client_done:  # each line seen before the host can answer it
+                    held += chunk
+                    *lines, held = held.split(b"\n")
+                    for line in lines:
+                        watch.inbound(line)
                 conn.sendall(chunk)
             client_left.set()
             conn.shutdown(socket.SHUT_WR)  # the host answers what is in flight, then closes
         except OSError:
             pass  # the host went away: the read below sees it
 
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out_fd, view) :]
+
     threading.Thread(target=upstream, name="openenv-mcp-front", daemon=True).start()
     try:
+        held = b""
         while chunk := conn.recv(_CHUNK):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(1, view) :]
+            if watch.settled and not held:
+                write(chunk)
+                continue
+            held += chunk
+            *lines, held = held.split(b"\n")
+            out = b"".join(watch.outbound(line + b"\n") for line in lines)
+            if watch.settled:
+                out, held = out + held, b""
+            write(out)
     except OSError:
         pass
     finally:

@@ -23,6 +23,16 @@ nothing and the recorder keeps what the stack answers the client.
 
 The prelude also notices a client that left before saying anything (stdin at
 EOF, or ``/dev/null``), so the server can exit at once.
+
+A start that fails (the environment cannot be built, an option is wrong) never
+hands over: :meth:`Prelude.explain` answers the client instead
+(:mod:`openenv_mcp.server._unready`), so the reason reaches the harness's model and
+user, who see no stderr. Where the prelude already gave the kept handshake, the
+first request that needed the server gets the reason, then the process ends.
+
+An episode host's front (:func:`openenv_mcp.server._host.relay`) runs a prelude
+too, while it connects to its host or starts one: the host's answers, kept, answer
+the handshake before a cold host listens, and the host takes over as the stack does.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import contextlib
 import logging
 import os
 import select
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,9 +49,25 @@ from typing import Any
 
 import orjson
 
+from openenv_mcp._version import __version__
 from openenv_mcp.server._answers import AnswerBook, package_path
+from openenv_mcp.server._unready import Unready
+from openenv_mcp.server._unready import serve as serve_unready
 
-__all__ = ["Answerer", "Handover", "Prelude", "Recorder", "current", "is_private", "start"]
+__all__ = [
+    "DEV_ENV",
+    "Answerer",
+    "Handover",
+    "Prelude",
+    "Recorder",
+    "current",
+    "exit_status",
+    "fix_for",
+    "install_command",
+    "is_private",
+    "start",
+    "why_not_started",
+]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -295,10 +322,49 @@ class Prelude:
                 os.close(fd)
         return Handover(self._lines, self._held, self._eof)
 
+    def explain(self, reason: str, fix: str) -> None:
+        """The stack will never take over: the start failed for ``reason`` (``fix`` says
+        what to run). Answer the client with them until it leaves, or, where it got the
+        kept handshake (its tools listed), until a request that needed the server has
+        had them. Nothing is answered to a client that left without a word, or on a
+        terminal (the person there read stderr)."""
+        if self.handed:
+            return
+        lead = self.hand_over()
+        if self.silent_eof or os.isatty(self.in_fd):
+            return
+        told = self.answerer.era is not None
+
+        def kept(message: dict[str, Any]) -> Any:
+            answer = self.answerer.answer(message)
+            return None if answer is None else answer[1]
+
+        serve_unready(
+            self.in_fd,
+            self.out_fd,
+            Unready(reason, fix, __version__),
+            # The requests the prelude answered (kept, under private ids) are done with.
+            lines=[line for line in lead.lines if not _replayed(line)],
+            rest=lead.rest,
+            eof=lead.eof,
+            kept=kept if told else None,
+        )
+
     def recorder(self, env_module: str) -> Recorder:
         """The recorder for the stack's answers, for a server of ``env_module``'s environment."""
         watched = package_path(env_module)
         return Recorder(self, [watched] if watched else [])
+
+
+def _replayed(line: bytes) -> bool:
+    """Whether ``line`` is a request the prelude answered, kept for the stack's replay."""
+    if PRIVATE_ID.encode() not in line:
+        return False
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(message, dict) and is_private(message.get("id"))
 
 
 class Recorder:
@@ -319,6 +385,11 @@ class Recorder:
         #: What this process has kept or checked: a server's first answers are its
         #: start's, the ones the next start gives (a list may change later on).
         self._seen: set[tuple[str, str]] = set()
+
+    @property
+    def pending(self) -> int:
+        """Requests seen whose answers are still to come."""
+        return len(self._pending)
 
     def inbound(self, message: dict[str, Any]) -> None:
         method, request_id = message.get("method"), message.get("id")
@@ -385,3 +456,104 @@ def start(argv: Sequence[str]) -> Prelude:
 def current() -> Prelude | None:
     """This process's prelude, if it started one."""
     return _current
+
+
+# -- a start that failed ----------------------------------------------------------------------
+
+#: Set by ``./dev run`` to its own path: a server that cannot start names its commands.
+DEV_ENV = "OPENENV_MCP_DEV"
+_RESTART = "then restart this MCP server (or the harness)"
+
+
+def exit_status(code: object) -> int:
+    """The exit status ``sys.exit(code)`` ends with."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    return 1
+
+
+def why_not_started(exc: BaseException, env: str) -> tuple[str, str] | None:
+    """Why a server of ``env`` did not start, as the exception ``exc`` ending it says (the
+    error the CLI printed, found behind its exit), and what fixes it; ``None`` when it was
+    stopped (an interrupt), not failed."""
+    cause = _cause(exc)
+    if isinstance(cause, KeyboardInterrupt):
+        return None
+    format_message = getattr(cause, "format_message", None)
+    if cause is None:
+        reason = f"it exited at start (status {exit_status(getattr(exc, 'code', 1))})."
+    elif callable(format_message):
+        reason = str(format_message())  # a usage error (click's)
+    elif _is_our_error(cause):
+        reason = str(cause)
+    else:
+        reason = f"{type(cause).__name__}: {cause}"
+    if isinstance(cause, ImportError):
+        kind = "missing"
+    elif callable(format_message) or (
+        _is_our_error(cause) and isinstance(cause, ValueError | LookupError)
+    ):
+        kind = "usage"  # an option, an environment's name
+    else:
+        kind = "other"
+    return reason, fix_for(env, kind)
+
+
+def fix_for(env: str, kind: str) -> str:
+    """What fixes a server of ``env`` that did not start, by the ``kind`` of failure: a
+    dependency that did not import (``missing``: the command installing ``env``'s extra,
+    where it has one), its command line (``usage``), anything else (``other``)."""
+    install = install_command(env) if kind == "missing" else None
+    if install is not None:
+        return f"run `{install}` once in a terminal, {_RESTART}."
+    import shlex
+
+    command = shlex.join(["openenv-mcp", *sys.argv[1:]])
+    correct = (
+        "correct this MCP server's command line in the harness's settings "
+        f"(it ran: {command}), {_RESTART}."
+    )
+    if kind == "usage":
+        return correct
+    if kind == "missing":
+        return f"install the missing module (into {sys.executable}'s environment), or {correct}"
+    return f"fix the cause above, {_RESTART} (it ran: {command})."
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """The error behind ``exc``: the CLI prints an error and exits (``typer.Exit``, then
+    ``SystemExit``), each raised while handling the one before."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        exiting = isinstance(current, SystemExit) or type(current).__name__ in ("Exit", "Abort")
+        if not exiting:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _is_our_error(exc: BaseException | None) -> bool:
+    errors = sys.modules.get("openenv_mcp.errors")
+    return errors is not None and isinstance(exc, errors.OpenEnvError)
+
+
+def install_command(env: str) -> str | None:
+    """The command that installs ``env``'s extra (``openenv-mcp[chess]``), where it has
+    one: ``./dev setup ENV`` where ``./dev`` started this server (:data:`DEV_ENV` says
+    where it is), else pip."""
+    try:
+        from openenv_mcp.registry import env_extra
+
+        extra = env_extra(env)
+    except Exception:  # the registry itself may be what is broken
+        return None
+    if extra is None:
+        return None
+    dev = os.environ.get(DEV_ENV)
+    if dev:
+        return f"{dev} setup {env}"
+    import shlex
+
+    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(f'{extra[0]}[{extra[1]}]')}"

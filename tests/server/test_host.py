@@ -3,6 +3,9 @@ per call, as LangChain's and LlamaIndex's MCP adapters start them, plays one gam
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import re
 import stat
@@ -16,9 +19,24 @@ import anyio
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from mcp.client import Client as McpClient
+from mcp.client.stdio import StdioServerParameters
 
-from openenv_mcp.server._host import HOST_DIR_ENV
-from tests.servers import CLI, ROOT, episode_host_dir, episode_hosts
+from openenv_mcp.server._answers import CACHE_ENV, AnswerBook
+from openenv_mcp.server._host import HOST_DIR_ENV, front_book_key, host_socket
+from openenv_mcp.server._prelude import PRIVATE_ID
+from openenv_mcp.server._unready import TOOL
+from tests.figures import record_figure
+from tests.servers import (
+    CLI,
+    INITIALIZE,
+    ROOT,
+    RawStdio,
+    call,
+    episode_host_dir,
+    episode_hosts,
+    stop_episode_hosts,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -124,3 +142,143 @@ def test_a_directory_others_may_enter_is_refused_and_a_bad_start_is_quoted(
     started = time.monotonic()
     while episode_hosts(host_dir) and time.monotonic() - started < 10:
         time.sleep(0.1)
+
+
+# -- the front answers the handshake while a host starts ----------------------------------------
+
+#: The host's command line as the front gives it (without the front's own flags).
+HOST_ARGV = ["atari", "--game", "breakout", "--profile", "agent"]
+
+
+def raw_front(host_dir: Path, books: Path, *extra: str) -> tuple[RawStdio, float]:
+    """A front spoken to line by line, with its answer book in ``books``; when it started."""
+    env = {**os.environ, HOST_DIR_ENV: str(host_dir), CACHE_ENV: str(books)}
+    return RawStdio([*CLI, *SERVE, *extra], env=env), time.perf_counter()
+
+
+def handshake(server: RawStdio) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Send initialize and tools/list; their answers."""
+    server.send(INITIALIZE)
+    initialized = server.receive()
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.send({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
+    listed = server.receive()
+    assert initialized is not None and listed is not None
+    return initialized, listed
+
+
+@contextlib.contextmanager
+def host_start_held(path: Path) -> Iterator[None]:
+    """Hold the lock a front takes to start the host at ``path``: no host starts until
+    the block ends (a cold host, as slow to come as the test needs)."""
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def test_a_cold_host_s_front_answers_the_handshake_before_the_host_listens(
+    host_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex asks for tools without waiting for the server: with no host running, the
+    front answers initialize and tools/list from what the host answered an earlier front,
+    the host's socket not there yet; a tool call waits for the host, and the tools the
+    front listed are the host's."""
+    books = tmp_path / "books"
+    monkeypatch.setenv(HOST_DIR_ENV, str(host_dir))
+    path = host_socket(HOST_ARGV)
+
+    first, _ = raw_front(host_dir, books)  # nothing kept, no host: the host answers all
+    _, hosts_list = handshake(first)
+    first.proc.stdin.close()  # type: ignore[union-attr]
+    assert first.proc.wait(WAIT) == 0
+    (book,) = books.glob("*.json")  # the front kept the host's answers
+    kept = book.read_bytes()
+    stop_episode_hosts(host_dir)
+    while episode_hosts(host_dir):
+        time.sleep(0.05)
+    path.unlink()  # a killed host's socket stays; the next front finds no host behind it
+
+    with host_start_held(path):
+        front_, began = raw_front(host_dir, books)
+        initialized, listed = handshake(front_)
+        answered = time.perf_counter() - began
+        assert not path.exists()  # answered by the front alone
+        assert initialized["result"]["serverInfo"]["name"] == "openenv-atari"
+        assert listed["result"] == hosts_list["result"]  # the host's tools
+        assert not any(PRIVATE_ID in str(m["id"]) for m in (initialized, listed))
+        front_.send(call("reset", "reset", {"seed": 0}))
+        front_.send(call("step", "fire", {}))
+        with pytest.raises(TimeoutError):  # a call is never answered before the host can
+            front_.receive(timeout=1)
+    reset = front_.receive(timeout=WAIT)
+    assert path.exists()  # the host listened before the call was answered
+    record_figure(
+        f"--episode-host, cold host: initialize and tools/list answered {answered:.3f} s after "
+        "spawn, by the front (the host's socket not there yet)"
+    )
+    assert reset is not None and reset["id"] == "reset"
+    assert reset["result"]["content"][0]["text"].startswith("New episode of Atari Breakout")
+    step = front_.receive()
+    assert step is not None and step["id"] == "step"  # in order, the front's ids untouched
+    front_.send({"jsonrpc": "2.0", "id": "again", "method": "tools/list"})
+    again = front_.receive()  # now from the host itself
+    assert again is not None and again["id"] == "again" and again["result"] == listed["result"]
+    front_.proc.stdin.close()  # type: ignore[union-attr]
+    assert front_.receive() is None and front_.proc.wait(WAIT) == 0
+    assert book.read_bytes() == kept  # the host agreed with every kept answer
+
+
+async def test_a_host_that_cannot_start_is_told_in_the_handshake(host_dir: Path) -> None:
+    """Nothing kept: the front waits for the host, which exits at start; the client gets
+    the handshake with the host's own error and one tool saying it."""
+    params = StdioServerParameters(
+        command=CLI[0],
+        args=[*CLI[1:], *SERVE, "--gmae", "pong"],
+        env={**os.environ, HOST_DIR_ENV: str(host_dir), CACHE_ENV: "off"},
+        cwd=str(ROOT),
+    )
+    with anyio.fail_after(WAIT):
+        async with McpClient(params, mode="auto") as client:
+            instructions = client.instructions or ""
+            (tool,) = (await client.list_tools()).tools
+            called = await client.call_tool(tool.name, {})
+    text = called.content[0].text  # type: ignore[union-attr]
+    assert tool.name == TOOL and called.is_error
+    for told in (instructions, tool.description or "", text):
+        assert "the episode host exited at start" in told and "Did you mean '--game'?" in told
+        assert "--gmae pong" in told  # the command line it ran
+
+
+def test_a_host_dying_after_the_front_s_kept_handshake_is_told_at_the_first_call(
+    host_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The front gave the kept handshake and tools, then its host exited at start: the
+    first call gets an error result naming the cause, and the front ends."""
+    books = tmp_path / "books"
+    first, _ = raw_front(host_dir, books)
+    handshake(first)
+    first.proc.stdin.close()  # type: ignore[union-attr]
+    assert first.proc.wait(WAIT) == 0
+    (book,) = books.glob("*.json")
+    # The same answers kept for a command line whose host cannot start.
+    monkeypatch.setenv(HOST_DIR_ENV, str(host_dir))
+    monkeypatch.setenv(CACHE_ENV, str(books))
+    monkeypatch.chdir(tmp_path)  # a front's book is the host's: the same from any directory
+    bad = AnswerBook.open(front_book_key([*HOST_ARGV, "--gmae", "pong"]), per_directory=False)
+    bad.answers = json.loads(book.read_bytes())["answers"]
+    bad.save([])
+
+    server, _ = raw_front(host_dir, books, "--gmae", "pong")
+    initialized, listed = handshake(server)
+    assert initialized["result"]["serverInfo"]["name"] == "openenv-atari"
+    assert TOOL not in {t["name"] for t in listed["result"]["tools"]}
+    server.send(call("reset", "reset", {"seed": 0}))
+    reset = server.receive(timeout=WAIT)
+    assert reset is not None and reset["result"]["isError"]
+    text = reset["result"]["content"][0]["text"]
+    assert "the episode host exited at start" in text and "Did you mean '--game'?" in text
+    assert server.receive() is None and server.proc.wait(WAIT) == 1
+    assert "the host exited at start" in server.stderr()
