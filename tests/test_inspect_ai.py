@@ -172,12 +172,8 @@ def test_basic_agent_without_the_host_is_told_what_happened(tmp_path: Path) -> N
 #: The episode host keys callers to the harness run once server/_host.py sends the run
 #: (server/_harness.py's hello) from the front and serves each connection within it
 #: (EpisodeTable.joined): until then each per-call process is a caller of its own.
-needs_run_keyed_host = pytest.mark.xfail(
-    strict=True, reason="server/_host.py does not name the harness run yet"
-)
 
 
-@needs_run_keyed_host
 def test_basic_agent_plays_through_the_episode_host(tmp_path: Path, host_dir: Path) -> None:
     """One sample at a time: every call a new process, and no episode_id to copy."""
     log = play(
@@ -199,7 +195,6 @@ def test_basic_agent_plays_through_the_episode_host(tmp_path: Path, host_dir: Pa
     assert len(episode_hosts(host_dir)) == 1
 
 
-@needs_run_keyed_host
 def test_concurrent_basic_agent_samples_never_cross(tmp_path: Path, host_dir: Path) -> None:
     """Samples at once start servers from one process: a call without an episode_id
     cannot be told apart, so it is refused (never sent to another sample's game)."""

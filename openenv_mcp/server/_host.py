@@ -42,6 +42,7 @@ import orjson
 
 from openenv_mcp._interpreter import python_command
 from openenv_mcp.server._answers import AnswerBook
+from openenv_mcp.server._harness import harness_run, hello, read_hello
 from openenv_mcp.server._prelude import (
     ANSWERABLE,
     Handover,
@@ -159,6 +160,10 @@ def relay(argv: Sequence[str]) -> int:
         kind = "missing" if failed.missing else "other"
         prelude.explain(failed.reason, fix_for(argv[0] if argv else "", kind))
         return 1
+    # First, the harness run this front belongs to: a server-per-call harness's calls
+    # then share their run's default episode in the host (._harness).
+    with contextlib.suppress(OSError):  # a host gone at once: _pump reports it
+        conn.sendall(hello(harness_run()))
     watch = _Watch(Recorder(prelude, []), prelude.answered)
     return _pump(conn, (prelude.in_fd, prelude.out_fd), prelude.hand_over(), watch)
 
@@ -376,8 +381,10 @@ async def serve_host(server: FastMCP, path: Path) -> None:
             return
         connected += 1
         try:
-            conn = LineConnection(server, app, writer.write, "stdio")
-            await conn.serve(stream_lines(reader))
+            run, lines = await read_hello(stream_lines(reader))
+            with app.table.joined(run):
+                conn = LineConnection(server, app, writer.write, "stdio")
+                await conn.serve(lines)
         except (ConnectionError, OSError) as exc:
             log.info("a caller went away: %r", exc)
         finally:
