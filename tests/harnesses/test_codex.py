@@ -38,7 +38,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -51,6 +50,7 @@ from typing import Any
 import pytest
 
 from openenv_mcp.server._host import HOST_DIR_ENV
+from tests.harnesses.cli_runs import run_cli
 from tests.harnesses.standin_openai import (
     Script,
     StandinModel,
@@ -265,47 +265,9 @@ class Codex:
     def cli(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         """Run the CLI to its end (bounded); whatever it started over stdio must be gone
         shortly after (the episode host, by design, outlives it)."""
-        proc = subprocess.Popen(
-            [self.binary, *args],
-            cwd=self.work,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+        return run_cli(
+            [self.binary, *args], cwd=self.work, env=self.env, home=self.home, timeout=timeout
         )
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate(timeout=30)
-            pytest.fail(f"codex {shlex.join(args)} ran past {timeout} s:\n{stderr[-3000:]}")
-        left = self.stdio_servers(wait=15)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        assert not left, f"stdio servers left running after codex exited: {left}"
-        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-
-    def stdio_servers(self, wait: float) -> list[int]:
-        """Our stdio servers started with this HOME, once they are gone or ``wait`` s passed."""
-        marker = f"HOME={self.home}".encode()
-        deadline = time.monotonic() + wait
-        while True:
-            found = []
-            for proc in Path("/proc").iterdir():
-                if proc.name.isdigit():
-                    with contextlib.suppress(OSError):
-                        cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-                        if b"--stdio" in cmdline and marker in (proc / "environ").read_bytes():
-                            found.append(int(proc.name))
-            if not found or time.monotonic() > deadline:
-                return found
-            time.sleep(0.1)
 
 
 @pytest.fixture

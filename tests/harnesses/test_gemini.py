@@ -23,16 +23,13 @@ statistics, telemetry and update checks are off in the test's user settings.
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
 import json
 import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +37,7 @@ from typing import Any
 import pytest
 
 from openenv_mcp.server._host import HOST_DIR_ENV
+from tests.harnesses.cli_runs import run_cli
 from tests.harnesses.standin_gemini import (
     FINAL_ANSWER,
     NO_TOOLS_ANSWER,
@@ -174,47 +172,13 @@ class Gemini:
     ) -> subprocess.CompletedProcess[str]:
         """Run the CLI to its end (bounded); whatever it started over stdio must be gone
         shortly after (the episode host, by design, outlives it)."""
-        proc = subprocess.Popen(
+        return run_cli(
             [*self.argv, *args],
             cwd=self.project,
             env={**self.env, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+            home=self.home,
+            timeout=timeout,
         )
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate(timeout=30)
-            pytest.fail(f"gemini {shlex.join(args)} ran past {timeout} s:\n{stderr[-3000:]}")
-        left = self.stdio_servers(wait=15)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        assert not left, f"stdio servers left running after gemini exited: {left}"
-        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-
-    def stdio_servers(self, wait: float) -> list[int]:
-        """Our stdio servers started with this HOME, once they are gone or ``wait`` s passed."""
-        marker = f"HOME={self.home}".encode()
-        deadline = time.monotonic() + wait
-        while True:
-            found = []
-            for proc in Path("/proc").iterdir():
-                if proc.name.isdigit():
-                    with contextlib.suppress(OSError):
-                        cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-                        if b"--stdio" in cmdline and marker in (proc / "environ").read_bytes():
-                            found.append(int(proc.name))
-            if not found or time.monotonic() > deadline:
-                return found
-            time.sleep(0.1)
 
 
 @pytest.fixture
