@@ -14,7 +14,7 @@ from fastmcp import Client
 
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.server import build_server
+from openenv_mcp.server import ServerSettings, build_server
 from tests.openenv_procs import Restartable, openenv_server
 from tests.servers import free_port, http_server, stdio_transport
 
@@ -150,3 +150,56 @@ async def test_a_dropped_session_names_the_url_and_reset_starts_over() -> None:
             assert step.structured_content["step"] == 1
     finally:
         server.kill()
+
+
+async def test_reset_options_reach_the_server_as_its_own_client_passes_them() -> None:
+    # OpenEnv's client: env.reset(dataset_name="mini_sudoku", seed=7, size=5). A server
+    # publishes no reset schema: its options pass on as they are, under kwargs.
+    with openenv_server("tests.openenv_games.server.app:reasoning_gym") as url:
+        async with Client(
+            build_server("openenv", settings=ServerSettings(profile="agent"), url=url)
+        ) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            options = tools["reset"].input_schema["properties"]["options"]["anyOf"][0]
+            assert list(options["properties"]) == ["kwargs"]
+            kwargs = {"dataset_name": "mini_sudoku", "size": 5}
+            sudoku = _text(
+                await client.call_tool("reset", {"seed": 7, "options": {"kwargs": kwargs}})
+            )
+            assert "question:\nIn 4x4 Mini Sudoku:" in sudoku
+            # nothing says whether its reset takes the seed: the text says it may not
+            assert "Seed 7 was passed on; this environment may ignore seeds (its server " in sudoku
+            refused = await client.call_tool(
+                "reset", {"options": {"kwargs": {"seed": 1}}}, raise_on_error=False
+            )
+            assert _text(refused) == (
+                "UnsupportedOption: openenv reset: option 'kwargs': seed goes as reset's own "
+                "seed argument, not inside kwargs."
+            )
+            top = await client.call_tool(
+                "reset", {"options": {"dataset_name": "x"}}, raise_on_error=False
+            )
+            assert "Per-episode options: kwargs" in _text(top)
+
+
+async def test_reset_options_typed_from_a_published_reset_schema() -> None:
+    with openenv_server("tests.openenv_games.server.app:reasoning_gym_published") as url:
+        async with Client(
+            build_server("openenv", settings=ServerSettings(profile="agent"), url=url)
+        ) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            options = tools["reset"].input_schema["properties"]["options"]["anyOf"][0]
+            assert options["properties"]["size"] == {
+                "anyOf": [{"type": "integer"}, {"type": "null"}]
+            }
+            assert "kwargs" not in options["properties"]  # it takes no others
+            wrong = await client.call_tool(
+                "reset",
+                {"options": {"dataset_name": "mini_sudoku", "size": "five"}},
+                raise_on_error=False,
+            )
+            assert _text(wrong).startswith("UnsupportedOption: openenv reset: option 'size': ")
+            typed = {"dataset_name": "mini_sudoku", "size": 5}
+            text = _text(await client.call_tool("reset", {"seed": 7, "options": typed}))
+            assert "question:\nIn 4x4 Mini Sudoku:" in text
+            assert "Seed 7" not in text  # its schema names seed: it takes one

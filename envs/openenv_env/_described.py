@@ -80,6 +80,12 @@ class Described:
         action_schema, observation_schema, state_schema: its models' JSON schemas.
         tools: an MCP environment's tools (``None`` for any other).
         has_rubric: it carries an OpenEnv rubric (in this process only).
+        reset_schema: the JSON schema of its reset's keyword arguments, where it publishes
+            one (``/schema``'s ``reset``: OpenEnv's own servers publish none).
+        takes_seed: whether its reset takes a seed: ``True`` it names one, ``False`` a seed
+            is dropped (OpenEnv passes a reset only the arguments it names, unless it takes
+            ``**kwargs``), ``None`` not known (a running server that publishes no reset
+            schema; a reset taking ``**kwargs``).
     """
 
     origin: str
@@ -90,6 +96,8 @@ class Described:
     state_schema: dict[str, Any]
     tools: list[ToolCall] | None = None
     has_rubric: bool = False
+    reset_schema: dict[str, Any] | None = None
+    takes_seed: bool | None = None
 
 
 def action_fields_schema(schema: dict[str, Any]) -> dict[str, Any]:

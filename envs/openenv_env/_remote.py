@@ -58,6 +58,7 @@ __all__ = [
     "describe_remote",
     "normalize_url",
     "parse_reply",
+    "reset_schema",
 ]
 
 log = logging.getLogger("openenv_mcp.openenv")
@@ -402,6 +403,7 @@ def _describe(startup: _Startup) -> Described:
     tools = None
     if is_tool_call_schema(schema["action"]):
         tools = _remote_tools(startup)
+    reset = reset_schema(schema.get("reset"))
     return Described(
         origin=base,
         name=name or urllib.parse.urlsplit(base).netloc,
@@ -410,7 +412,31 @@ def _describe(startup: _Startup) -> Described:
         observation_schema=schema["observation"],
         state_schema=schema.get("state") or {},
         tools=tools,
+        reset_schema=reset,
+        takes_seed=_takes_seed(reset),
     )
+
+
+def reset_schema(declared: Any) -> dict[str, Any] | None:
+    """A server's reset schema (``/schema``'s ``reset``: a JSON schema of an object whose
+    properties are its reset's keyword arguments), or ``None`` where it publishes none
+    (OpenEnv's own servers: their ``/schema`` has ``action``, ``observation``, ``state``)."""
+    if not isinstance(declared, dict) or not isinstance(declared.get("properties"), dict):
+        return None
+    properties = declared["properties"].items()
+    if not all(isinstance(k, str) and isinstance(v, dict) for k, v in properties):
+        return None
+    return declared
+
+
+def _takes_seed(schema: dict[str, Any] | None) -> bool | None:
+    """Whether a published reset schema takes ``seed`` (``None``: none published, or it
+    takes any keyword argument, where a seed may be used or dropped)."""
+    if schema is None:
+        return None
+    if "seed" in schema["properties"]:
+        return True
+    return False if schema.get("additionalProperties") is False else None
 
 
 def _remote_tools(startup: _Startup) -> list[ToolCall]:

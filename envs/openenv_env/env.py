@@ -4,9 +4,16 @@
 uvicorn, a container, a Space): its ``/schema`` types the tools, and each MCP
 episode is one OpenEnv session (one WebSocket on ``/ws``, closed with the
 episode). ``openenv-mcp serve openenv --env module:Class`` serves an OpenEnv
-``Environment`` subclass in this process instead, so recording, replay, the web
-page, worker processes, served rewards (its rubric as the reward breakdown) and
-``collect`` work on it as on any environment here.
+``Environment`` subclass in this process instead (or a factory returning one, or
+the app ``create_app`` made of it; ``--kwargs`` its constructor's arguments), so
+recording, replay, the web page, worker processes, served rewards (its rubric as
+the reward breakdown) and ``collect`` work on it as on any environment here.
+
+Reset's ``options`` are its reset's keyword arguments: in process its ``reset``'s
+parameters, typed; over ``--url`` those the server's ``/schema`` publishes under
+``reset`` (typed), else ``kwargs``, passed on as they are (as OpenEnv's own client
+passes them). What a model reads (:mod:`openenv_env._words`) gives whole what it acts
+on: the question, the prompt, the game's new messages, the legal moves, a board.
 
 The action is the Action model's fields (``step(action={...})``, typed by its JSON
 schema); an MCP environment's actions are its tools, each listed as an MCP
@@ -25,12 +32,22 @@ names the server and the limit; the other episodes answer on meanwhile.
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 import typing
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from openenv_env._described import (
     MAX_OBSERVATION_VALUES,
@@ -50,6 +67,7 @@ from openenv_env._words import OpenEnvNarration
 from openenv_mcp._schemas import inline_refs
 from openenv_mcp.environment import Environment, Serving, StepResult
 from openenv_mcp.errors import InvalidAction
+from openenv_mcp.options import parse_pairs
 from openenv_mcp.rewards import Reward, Step
 from openenv_mcp.spaces import JsonSpace, ToolCalls, decode
 
@@ -68,15 +86,26 @@ class OpenEnvConfig(BaseModel):
     )
     env: str | None = Field(
         None,
-        description="An OpenEnv Environment subclass as module:Class, served in this process "
-        "(needs openenv-core: the [openenv] extra).",
+        description="An OpenEnv environment served in this process (needs openenv-core: the "
+        "[openenv] extra): an Environment subclass as module:Class, a function returning one "
+        "as module:function (the factory create_app takes), or an app create_app made as "
+        "module:app.",
+    )
+    kwargs: dict[str, Any] = Field(
+        {},
+        description="With --env: the class's (or factory's) keyword arguments: a JSON object "
+        '(\'{"env_id": "GuessTheNumber-v0"}\') or key=value pairs '
+        "(env_id=GuessTheNumber-v0,num_players=1).",
     )
     action: str | None = Field(
-        None, description="With --env: its Action model as module:Class (default: from step())."
+        None,
+        description="With --env: its Action model as module:Class (default: its app's, its "
+        "step()'s annotation, else the one its package's models declare).",
     )
     observation: str | None = Field(
         None,
-        description="With --env: its Observation model as module:Class (default: from step()).",
+        description="With --env: its Observation model as module:Class (default: its app's, "
+        "its step()'s annotation, else the one its package's models declare).",
     )
     timeout: float = Field(
         30.0,
@@ -123,18 +152,36 @@ class OpenEnvConfig(BaseModel):
         "header, a pixel list by its shape).",
     )
 
+    @field_validator("kwargs", mode="before")
+    @classmethod
+    def _read_kwargs(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return parse_pairs(value, "kwargs", "env_id=GuessTheNumber-v0,num_players=1", _json)
+        return value
+
     @model_validator(mode="after")
     def _one_source(self) -> OpenEnvConfig:
         if (self.url is None) == (self.env is None):
             raise ValueError(
                 "give exactly one of --url URL (a running OpenEnv server) or --env "
-                "module:Class (an OpenEnv Environment subclass)"
+                "module:Class (an OpenEnv Environment subclass, a factory returning one, "
+                "or an app create_app made)"
             )
-        if self.url is not None and (self.action or self.observation):
-            raise ValueError("--action and --observation go with --env, not --url")
+        if self.url is not None and (self.action or self.observation or self.kwargs):
+            raise ValueError(
+                "--kwargs, --action and --observation go with --env, not --url (a running "
+                "server was made with its own arguments; reset's options reach its reset)"
+            )
         if self.url is not None:
             self.url = normalize_url(self.url)
         return self
+
+
+def _json(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw.strip("\"'") if raw[:1] in "\"'" else raw
 
 
 #: What each source declares, read once per process (the prototype reads it first).
@@ -153,7 +200,13 @@ def _limits(config: OpenEnvConfig) -> Limits:
 
 
 def _describe(config: OpenEnvConfig) -> tuple[Described, Loaded | None]:
-    key = (config.url, config.env, config.action, config.observation)
+    key = (
+        config.url,
+        config.env,
+        config.action,
+        config.observation,
+        json.dumps(config.kwargs, sort_keys=True, default=repr),
+    )
     with _lock:
         found = _described.get(key)
     if found is None:
@@ -161,7 +214,7 @@ def _describe(config: OpenEnvConfig) -> tuple[Described, Loaded | None]:
             found = (describe_remote(config.url, config.timeout, _limits(config)), None)
         else:
             assert config.env is not None
-            loaded = load_local(config.env, config.action, config.observation)
+            loaded = load_local(config.env, config.action, config.observation, config.kwargs)
             found = (describe_local(loaded), loaded)
         with _lock:
             _described[key] = found
@@ -187,11 +240,54 @@ class RubricBreakdown(Reward):
         return step.reward
 
 
-def _options_model(loaded: Loaded | None) -> type[BaseModel] | None:
-    """The per-episode options: an OpenEnv class's ``reset`` keyword arguments beyond
-    ``seed`` and ``episode_id`` (a running server declares none)."""
+#: Reset's own arguments, never options: the seed is reset's ``seed``, the episode the server's.
+_OWN = ("seed", "episode_id")
+
+
+def _no_own(value: dict[str, Any]) -> dict[str, Any]:
+    if "seed" in value:
+        raise ValueError("seed goes as reset's own seed argument, not inside kwargs.")
+    if "episode_id" in value:
+        raise ValueError("episode_id is not passed on: this server names its episodes.")
+    return value
+
+
+#: Keyword arguments passed on as they are, where a server publishes no reset schema.
+_PASSED = (
+    dict[str, Any],
+    Field(
+        None,
+        description="Keyword arguments for the OpenEnv server's reset, passed on as they "
+        'are (as its own client\'s reset(**kwargs): e.g. {"dataset_name": "mini_sudoku", '
+        '"size": 10}). The server publishes no reset schema: it passes its environment '
+        "those its reset takes and drops the others; seed is reset's own argument.",
+    ),
+)
+
+
+def _checked(schema: dict[str, Any]) -> Any:
+    """A validator of one value against a JSON schema (a published reset argument's)."""
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+
+    def check(value: Any) -> Any:
+        if value is not None:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            if error is not None:
+                raise ValueError(error.message)
+        return value
+
+    return check
+
+
+def _options_model(loaded: Loaded | None, described: Described) -> type[BaseModel] | None:
+    """The per-episode options: the reset's keyword arguments beyond ``seed`` and
+    ``episode_id``. In process, its ``reset``'s parameters, typed by their annotations;
+    over --url, those its ``/schema`` publishes (typed by it), else ``kwargs``: any,
+    passed on as they are."""
     if loaded is None:
-        return None
+        return _remote_options(described)
     reset = loaded.env_cls.reset
     try:
         hints = typing.get_type_hints(reset)
@@ -199,7 +295,7 @@ def _options_model(loaded: Loaded | None) -> type[BaseModel] | None:
         hints = {}
     fields: dict[str, Any] = {}
     for name, parameter in inspect.signature(reset).parameters.items():
-        if name in ("self", "seed", "episode_id") or parameter.kind not in (
+        if name in ("self", *_OWN) or parameter.kind not in (
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
             inspect.Parameter.KEYWORD_ONLY,
         ):
@@ -215,13 +311,41 @@ def _options_model(loaded: Loaded | None) -> type[BaseModel] | None:
     )
 
 
+def _remote_options(described: Described) -> type[BaseModel]:
+    schema = inline_refs(described.reset_schema) if described.reset_schema else None
+    fields: dict[str, Any] = {}
+    passed = schema is None or schema.get("additionalProperties") is not False
+    for name, prop in ((schema or {}).get("properties") or {}).items():
+        if name in _OWN:
+            continue
+        if (
+            name == "kwargs"
+            or not name.isidentifier()
+            or name.startswith("model_")
+            or hasattr(BaseModel, name)
+        ):
+            passed = True  # a name no option can have here: it goes inside kwargs
+            continue
+        fields[name] = (
+            Annotated[Any, WithJsonSchema(prop), AfterValidator(_checked(prop))],
+            Field(None, description=prop.get("description")),
+        )
+    if passed and "kwargs" not in fields:
+        fields["kwargs"] = (
+            Annotated[_PASSED[0] | None, AfterValidator(lambda v: v and _no_own(v))],
+            _PASSED[1],
+        )
+    return create_model("OpenEnvResetOptions", __config__=ConfigDict(extra="forbid"), **fields)
+
+
 class OpenEnvEnv(Environment[OpenEnvConfig]):
     """An OpenEnv environment (remote or in this process) behind the Environment contract."""
 
     name: ClassVar[str] = "openenv"
     description: ClassVar[str] = (
         "Any OpenEnv environment: a running OpenEnv server (--url URL) or an OpenEnv "
-        "Environment class (--env module:Class), its Action's fields as the step action."
+        "Environment class, factory or app (--env module:name), its Action's fields as the "
+        "step action."
     )
     Config: ClassVar[type[BaseModel]] = OpenEnvConfig
     # A running server is on the network; a rubric's scores are the reward breakdown.
@@ -249,7 +373,7 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
             "The Observation's fields (pixels as raw arrays).",
             inline_refs(observation_fields_schema(described.observation_schema)),
         )
-        self.Options = _options_model(loaded)
+        self.Options = _options_model(loaded, described)
         properties = described.observation_schema.get("properties") or {}
         # An MCP environment's tools may answer with image content.
         framed = described.tools is not None or any(
@@ -257,6 +381,11 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         )
         self.render_mode = "rgb_array" if framed else None
         self._last: Observed | None = None
+        #: The observation before the last one in this episode (``None`` after a reset):
+        #: the narration tells what is new.
+        self._previous: dict[str, Any] | None = None
+        #: What became of the last reset's seed, in words (see :meth:`_seed_words`).
+        self.seed_words = ""
         #: Where resets without a seed draw theirs (see :meth:`reset`).
         self._seeds: np.random.Generator | None = None
         self._frame: np.ndarray | None = None
@@ -293,6 +422,9 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         """Reset: ``seed`` and ``options`` become the reset's keyword arguments (OpenEnv
         passes an environment only those its ``reset`` takes)."""
         kwargs = dict(options or {})
+        if self.config.url is not None:  # passed on as they are
+            kwargs.update(kwargs.pop("kwargs", None) or {})
+        self.seed_words = self._seed_words(seed)
         # Gymnasium's meaning of a reset without a seed is that the episode's stream goes
         # on. An OpenEnv env takes a seed per reset or draws afresh, so the stream is
         # this env's: a seeded reset seeds it, and later resets draw their seed from it.
@@ -303,7 +435,25 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         if seed is not None:
             kwargs["seed"] = seed
         observed = self._session.reset(kwargs)
+        self._last = None
         return observed.observation, self._info(observed)
+
+    def _seed_words(self, seed: int | None) -> str:
+        """What a model is told of the seed it passed, where it is not known to be used."""
+        taken = self.described.takes_seed
+        if seed is None or taken:
+            return ""
+        if taken is False:
+            return (
+                f"Seed {seed} was not used: this environment's reset takes no seed (OpenEnv "
+                "drops it), so a seed does not replay its episodes"
+            )
+        why = (
+            "its reset does not name a seed"
+            if self.config.env is not None
+            else "its server does not publish what its reset takes"
+        )
+        return f"Seed {seed} was passed on; this environment may ignore seeds ({why})"
 
     def step(self, action: Any) -> StepResult:
         observed = self._session.step(action)
@@ -317,6 +467,7 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         )
 
     def _info(self, observed: Observed) -> dict[str, Any]:
+        self._previous = self._last.observation if self._last is not None else None
         self._last, self._frame = observed, None
         info: dict[str, Any] = {"done": observed.done}
         if observed.metadata:

@@ -1,0 +1,1 @@
+"""The environments and their apps (see :mod:`tests.openenv_games`)."""
