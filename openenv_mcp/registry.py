@@ -363,17 +363,14 @@ def load_data_reference(
         ArgumentError: naming the reference, ``source``, why not and the flag that allows it.
         DependencyNotInstalled: the module is not installed here.
     """
-    origin = _origin(source, allow, folders)
-    if not is_reference(reference):
-        raise ArgumentError(f"{origin.source}: {what} takes package.module:name, got {reference!r}")
+    check_data_reference(reference, what, source=source, allow=allow, folders=folders)
     module_name = reference.partition(":")[0]
-    if _allowed(module_name, origin):
+    if _allowed(module_name, _origin(source, allow, folders)):
         return _attribute(reference, what, _import_here(reference, what))
-    _check_data_module(module_name, what, reference, origin)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise DependencyNotInstalled(f"{origin.source} names {what} {reference!r}: {exc}") from None
+        raise DependencyNotInstalled(f"{source} names {what} {reference!r}: {exc}") from None
     return _attribute(reference, what, module)
 
 
