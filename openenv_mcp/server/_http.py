@@ -31,6 +31,7 @@ from openenv_mcp._wirejson import loads_exact
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server._direct import DirectCalls, dumps
 from openenv_mcp.server._episodes import current_client
+from openenv_mcp.server._logs import Throttle
 from openenv_mcp.server._token import TOKEN_ENV
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("openenv_mcp.server")
+#: Refused WebSocket handshakes, logged at most once per ten seconds.
+_refusals = Throttle(log)
 
 #: Where the MCP endpoint is served.
 MCP_PATH = "/mcp"
@@ -160,7 +163,8 @@ class GuardMiddleware:
         if why is None:
             await self.app(scope, receive, send)
             return
-        log.warning("WebSocket to %s refused: %s", scope.get("path"), why)
+        # Strangers choose how often this happens: one line per ten seconds, counted.
+        _refusals.log(logging.WARNING, "socket", "WebSocket to %s refused: %s", scope["path"], why)
         # Before accepting, a close is answered as HTTP 403 with no body: the reason
         # goes in the close frame for clients that read it, and to the log.
         await send({"type": "websocket.close", "code": 1008, "reason": why[:120]})

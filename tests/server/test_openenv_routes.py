@@ -255,3 +255,21 @@ async def test_the_web_page_serves_a_bridged_openenv_class() -> None:
             assert frame.status_code == 200 and frame.headers["content-type"] == "image/png"
     finally:
         await get_app(server).aclose()
+
+
+def test_refused_handshakes_do_not_flood_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A stranger chooses how often a handshake is refused: the log gets a line per ten
+    seconds, the rest counted, as for uvicorn's own warnings."""
+    server = build_server("echo")
+    try:
+        with TestClient(openenv_app(server, "t"), base_url=ORIGIN) as http:
+            for _ in range(50):
+                with (
+                    pytest.raises(WebSocketDisconnect),
+                    http.websocket_connect("/openenv/ws", headers={"host": "evil.example"}) as ws,
+                ):
+                    ws.receive_text()
+    finally:
+        anyio.run(get_app(server).aclose)
+    refused = [r for r in caplog.records if "WebSocket to /openenv/ws refused" in r.getMessage()]
+    assert len(refused) <= 1
