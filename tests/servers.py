@@ -283,6 +283,22 @@ def call(request_id: Any, tool: str, arguments: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
+def request(method: str, params: Any = None, request_id: Any = 1) -> dict[str, Any]:
+    """A JSON-RPC request (``params`` left out when ``None``)."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def initialize(version: str = "2025-06-18") -> dict[str, Any]:
+    """An ``initialize`` request of protocol ``version`` (a handshake-era one by default)."""
+    client = {"name": "t", "version": "0"}
+    return request(
+        "initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
+    )
+
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": "init",

@@ -28,7 +28,16 @@ from openenv_mcp._launch import serves_stdio
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled
 from openenv_mcp.server._answers import CACHE_ENV, AnswerBook
 from openenv_mcp.server._prelude import DEV_ENV, PRIVATE_ID, Answerer, why_not_started
-from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call, sessionless_meta
+from tests.servers import (
+    CLI,
+    INITIALIZE,
+    ROOT,
+    RawStdio,
+    call,
+    initialize,
+    request,
+    sessionless_meta,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -44,75 +53,61 @@ def _book(scope: str, answers: dict[str, Any]) -> AnswerBook:
     return AnswerBook(None, [], {scope: answers})
 
 
-def _request(method: str, params: Any = None, request_id: Any = 1) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def _init(version: str = LEGACY) -> dict[str, Any]:
-    client = {"name": "t", "version": "0"}
-    return _request(
-        "initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
-    )
-
-
 INIT_RESULT = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "x"}}
 
 
 def test_legacy_handshake_then_lists_from_the_book() -> None:
     book = _book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT, "tools/list": {"tools": []}})
     answerer = Answerer(book)
-    assert answerer.answer(_request("tools/list")) is None  # not before initialize
-    assert answerer.answer(_init()) == (f"legacy:{LEGACY}", INIT_RESULT)
-    assert answerer.answer(_request("tools/list", request_id=2)) == (
+    assert answerer.answer(request("tools/list")) is None  # not before initialize
+    assert answerer.answer(initialize()) == (f"legacy:{LEGACY}", INIT_RESULT)
+    assert answerer.answer(request("tools/list", request_id=2)) == (
         f"legacy:{LEGACY}",
         {"tools": []},
     )
-    assert answerer.answer(_request("prompts/list")) is None  # not kept
-    assert answerer.answer(_request("tools/list", {"cursor": "x"})) is None
-    assert answerer.answer(_request("tools/list", {"_meta": _ENVELOPE})) is None  # other era
-    assert answerer.answer(_init()) is None  # a second handshake is the stack's to refuse
-    assert answerer.answer(_request("tools/call", {"name": "reset"})) is None
+    assert answerer.answer(request("prompts/list")) is None  # not kept
+    assert answerer.answer(request("tools/list", {"cursor": "x"})) is None
+    assert answerer.answer(request("tools/list", {"_meta": _ENVELOPE})) is None  # other era
+    assert answerer.answer(initialize()) is None  # a second handshake is the stack's to refuse
+    assert answerer.answer(request("tools/call", {"name": "reset"})) is None
 
 
 def test_an_unknown_protocol_version_is_not_answered() -> None:
     answerer = Answerer(_book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT}))
-    assert answerer.answer(_init("2099-01-01")) is None
+    assert answerer.answer(initialize("2099-01-01")) is None
     assert answerer.era is None
 
 
 def test_modern_requests_carry_their_own_version() -> None:
     discover = {"supportedVersions": [MODERN]}
     answerer = Answerer(_book(f"modern:{MODERN}", {"server/discover": discover}))
-    assert answerer.answer(_request("server/discover", {"_meta": _ENVELOPE})) == (
+    assert answerer.answer(request("server/discover", {"_meta": _ENVELOPE})) == (
         f"modern:{MODERN}",
         discover,
     )
-    assert answerer.answer(_init()) is None  # the handshake on a modern connection
-    assert answerer.answer(_request("server/discover")) is None  # no envelope
+    assert answerer.answer(initialize()) is None  # the handshake on a modern connection
+    assert answerer.answer(request("server/discover")) is None  # no envelope
 
 
 def test_malformed_requests_are_left_to_the_stack() -> None:
     """The stack says what is wrong with them; a kept answer would hide it."""
     book = _book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT})
-    no_version = _request("initialize", {"protocolVersion": LEGACY, "capabilities": {}})
+    no_version = request("initialize", {"protocolVersion": LEGACY, "capabilities": {}})
     no_version["params"]["clientInfo"] = {"name": "t"}
     assert Answerer(book).answer(no_version) is None
     discover = {"supportedVersions": [MODERN]}
     answerer = Answerer(_book(f"modern:{MODERN}", {"server/discover": discover}))
     half = {"io.modelcontextprotocol/protocolVersion": MODERN}  # no clientCapabilities
-    assert answerer.answer(_request("server/discover", {"_meta": half})) is None
+    assert answerer.answer(request("server/discover", {"_meta": half})) is None
 
 
 def test_notifications_and_odd_messages_are_never_answered() -> None:
     answerer = Answerer(_book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT}))
     assert answerer.answer({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
-    assert answerer.answer([_init()]) is None
-    assert answerer.answer({**_init(), "id": None}) is None
-    assert answerer.answer({**_init(), "id": 1.5}) is None
-    assert answerer.answer({**_init(), "id": True}) is None
+    assert answerer.answer([initialize()]) is None
+    assert answerer.answer({**initialize(), "id": None}) is None
+    assert answerer.answer({**initialize(), "id": 1.5}) is None
+    assert answerer.answer({**initialize(), "id": True}) is None
 
 
 def test_a_book_is_stale_when_its_code_changes(

@@ -31,27 +31,13 @@ from mcp.client.stdio import StdioServerParameters
 from openenv_mcp.server._answers import CACHE_ENV
 from openenv_mcp.server._prelude import DEV_ENV
 from openenv_mcp.server._unready import TOOL, Unready, serve
-from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call
+from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call, initialize, request
 
 pytestmark = pytest.mark.anyio
 
 DEV = str(ROOT / "dev")
 WAIT = 120
 LEGACY = "2025-06-18"
-
-
-def _request(method: str, params: Any = None, request_id: Any = 1) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def _init(version: str = LEGACY) -> dict[str, Any]:
-    client = {"name": "t", "version": "0"}
-    return _request(
-        "initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
-    )
 
 
 # -- unit: what it answers ----------------------------------------------------------------
@@ -61,24 +47,24 @@ UNREADY = Unready("nothing is set up.", "run `/x/dev setup atari`, then restart.
 
 
 def test_the_handshake_the_tool_and_its_call_say_why_and_what_to_run() -> None:
-    init = UNREADY.answer(_init())
+    init = UNREADY.answer(initialize())
     assert init is not None
     result = init["result"]
     assert result["protocolVersion"] == LEGACY
     assert result["serverInfo"] == {"name": "openenv-mcp", "version": "1.2"}
     assert "nothing is set up." in result["instructions"]
     assert "/x/dev setup atari" in result["instructions"]
-    later = UNREADY.answer(_init("2099-01-01"))
+    later = UNREADY.answer(initialize("2099-01-01"))
     assert later is not None and later["result"]["protocolVersion"] == "2025-11-25"
 
-    listed = UNREADY.answer(_request("tools/list"))
+    listed = UNREADY.answer(request("tools/list"))
     assert listed is not None
     (tool,) = listed["result"]["tools"]
     assert tool["name"] == TOOL and "/x/dev setup atari" in tool["description"]
     assert tool["annotations"]["readOnlyHint"] is True
 
     for name in (TOOL, "reset"):  # any tool: a client may still call what it knew
-        called = UNREADY.answer(_request("tools/call", {"name": name, "arguments": {}}))
+        called = UNREADY.answer(request("tools/call", {"name": name, "arguments": {}}))
         assert called is not None
         assert called["result"]["isError"] is True
         assert "/x/dev setup atari" in called["result"]["content"][0]["text"]
@@ -87,12 +73,12 @@ def test_the_handshake_the_tool_and_its_call_say_why_and_what_to_run() -> None:
 def test_discover_is_refused_with_the_reason_and_the_rest_is_plain() -> None:
     """A 2026-07-28 client's probe gets an error (it falls back to the handshake; ours
     reports the reason); the lists are empty, a ping answered, notifications not."""
-    discover = UNREADY.answer(_request("server/discover"))
+    discover = UNREADY.answer(request("server/discover"))
     assert discover is not None and discover["error"]["code"] == -32601
     assert "nothing is set up." in discover["error"]["message"]
-    assert UNREADY.answer(_request("resources/read", {"uri": "x"}))["error"]  # type: ignore[index]
-    assert UNREADY.answer(_request("ping")) == {"jsonrpc": "2.0", "id": 1, "result": {}}
-    assert UNREADY.answer(_request("resources/list"))["result"] == {"resources": []}  # type: ignore[index]
+    assert UNREADY.answer(request("resources/read", {"uri": "x"}))["error"]  # type: ignore[index]
+    assert UNREADY.answer(request("ping")) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert UNREADY.answer(request("resources/list"))["result"] == {"resources": []}  # type: ignore[index]
     assert UNREADY.answer({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
     assert UNREADY.answer({"jsonrpc": "2.0", "id": 7, "result": {}}) is None
     assert UNREADY.answer([1, 2])["error"]["code"] == -32600  # type: ignore[index]
@@ -122,7 +108,7 @@ def _serve_on_pipes(
 
 def test_it_answers_until_the_client_leaves() -> None:
     answers, thread = _serve_on_pipes(
-        [_init(), _request("tools/list", request_id=2), call(3, TOOL, {})], close=True
+        [initialize(), request("tools/list", request_id=2), call(3, TOOL, {})], close=True
     )
     assert not thread.is_alive()
     assert [a["id"] for a in answers] == [1, 2, 3]
@@ -135,7 +121,7 @@ def test_after_a_kept_handshake_the_first_call_says_why_then_it_ends() -> None:
     waiting for the client to leave."""
     kept = {"tools/list": {"tools": [{"name": "reset"}]}}
     answers, _ = _serve_on_pipes(
-        [_request("tools/list"), _request("ping", request_id=2), call(3, "reset", {})],
+        [request("tools/list"), request("ping", request_id=2), call(3, "reset", {})],
         close=False,
         kept=lambda message: kept.get(message["method"]),
     )
