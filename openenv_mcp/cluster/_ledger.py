@@ -273,11 +273,7 @@ class LedgerTable(EpisodeTable):
 
     async def _check_share(self, client: str) -> None:
         share = self.client_cap
-        if self._held_here(client) >= share:
-            await self.evict_idle(client)
-        if self._held_here(client) >= share:
-            await self._reclaim(client)
-        held = self._held_here(client)
+        held = await self._make_room(client, share, self._held_here)
         if held >= share:
             raise ServerFull(
                 f"this client (address {client}) holds {held} live episodes on this replica, "

@@ -486,12 +486,7 @@ class EpisodeTable:
             ServerFull: naming the cap, the client and what to do.
         """
         cap = self.client_cap
-        if self._held_by(client) < cap:
-            return
-        await self.evict_idle(client)
-        if self._held_by(client) >= cap:
-            await self._reclaim(client)
-        held = self._held_by(client)
+        held = await self._make_room(client, cap, self._held_by)
         if held >= cap:
             raise ServerFull(
                 f"this client (address {client}) holds {held} live episodes, its cap "
@@ -500,6 +495,15 @@ class EpisodeTable:
                 f"for idle ones to be evicted after {self.settings.idle_timeout:g}s, or ask "
                 "the server's operator to raise --max-episodes-per-client"
             )
+
+    async def _make_room(self, client: str, cap: int, held: Callable[[str], int]) -> int:
+        """Make room for ``client`` at ``cap`` (as ``held`` counts its episodes): its idle
+        episodes closed, then its least recently used reclaimable one; what it holds then."""
+        if held(client) >= cap:
+            await self.evict_idle(client)
+        if held(client) >= cap:
+            await self._reclaim(client)
+        return held(client)
 
     async def _reclaim(self, client: str) -> None:
         """Close ``client``'s least recently used reclaimable episode not in a call."""
