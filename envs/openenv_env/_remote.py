@@ -217,24 +217,26 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-class _WatchedHTTP(http.client.HTTPConnection):
+class _Watched:
+    """A connection whose socket the start-up deadline holds once it is connected."""
+
+    sock: Any
+
     def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
 
     def connect(self) -> None:
-        super().connect()
+        super().connect()  # type: ignore[misc]
         self._deadline.hold(self.sock)
 
 
-class _WatchedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline = deadline
+class _WatchedHTTP(_Watched, http.client.HTTPConnection):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        self._deadline.hold(self.sock)
+
+class _WatchedHTTPS(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
