@@ -35,6 +35,7 @@ from fastmcp.client.transports import StdioTransport
 from openenv_mcp.data.recording import iter_recordings
 from openenv_mcp.server import build_server
 from openenv_mcp.server._host import HOST_DIR_ENV
+from tests.harnesses.cli_runs import npm_cli
 from tests.servers import ROOT, episode_host_dir, free_port, http_server, stop
 from tests.test_independent_clients import node_tools  # noqa: F401  (a shared fixture)
 
@@ -171,21 +172,9 @@ def test_readme_sed_lines_fill_in_every_config(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def claude_cli(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Claude Code's CLI (npm ``@anthropic-ai/claude-code``) with a private HOME."""
-    cache = Path(os.environ.get("HOME", "/root")) / ".cache" / "openenv-mcp" / "claude-code"
-    binary = cache / "node_modules" / ".bin" / "claude"
-    if not binary.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "package.json").write_text('{"name": "cc", "private": true}')
-        try:
-            proc = subprocess.run(
-                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
-                 "@anthropic-ai/claude-code@2"],
-                cwd=cache, capture_output=True, text=True, timeout=600,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            pytest.skip(f"Claude Code's CLI could not be installed from npm: {exc}")
-        if proc.returncode != 0 or not binary.exists():
-            pytest.skip(f"Claude Code's CLI could not be installed: {proc.stderr[-500:]}")
+    installed = "node_modules/.bin/claude"
+    cache = npm_cli("claude-code", "@anthropic-ai/claude-code@2", "Claude Code's CLI", installed)
+    binary = cache / installed
     home = tmp_path_factory.mktemp("home")
     return {
         "CLAUDE": str(binary),

@@ -1,6 +1,7 @@
-"""Running a harness CLI (Codex, Gemini CLI) to its end, as its tests do: bounded, in a
-process group of its own, and every stdio server it started gone shortly after (the
-episode host, by design, outlives it)."""
+"""Harness CLIs (Claude Code, Codex, Gemini CLI) as their tests use them: installed from
+npm into a cache outside the repository (:func:`npm_cli`), and run to their end
+(:func:`run_cli`): bounded, in a process group of their own, and every stdio server they
+started gone shortly after (the episode host, by design, outlives it)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
+
+def npm_cli(folder: str, spec: str, what: str, installed: str, *flags: str) -> Path:
+    """Install npm package ``spec`` into ``~/.cache/openenv-mcp/FOLDER`` once (``installed``,
+    a path in it, shows it is there) and return that folder; skip the test, saying why,
+    where the install cannot happen here."""
+    cache = Path(os.environ.get("HOME", "/root")) / ".cache" / "openenv-mcp" / folder
+    if not (cache / installed).exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "package.json").write_text(f'{{"name": "{folder}", "private": true}}')
+        try:
+            proc = subprocess.run(
+                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", *flags, spec],
+                cwd=cache, capture_output=True, text=True, timeout=600,
+                env={**os.environ, "npm_config_update_notifier": "false"},
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            pytest.skip(f"{what} could not be installed from npm: {exc}")
+        if proc.returncode != 0 or not (cache / installed).exists():
+            pytest.skip(f"{what} could not be installed: {proc.stderr[-500:]}")
+    return cache
 
 
 def run_cli(

@@ -50,7 +50,7 @@ from typing import Any
 import pytest
 
 from openenv_mcp.server._host import HOST_DIR_ENV
-from tests.harnesses.cli_runs import run_cli
+from tests.harnesses.cli_runs import npm_cli, run_cli
 from tests.harnesses.standin_openai import (
     Script,
     StandinModel,
@@ -108,22 +108,8 @@ REFUSING_PROXY = "http://127.0.0.1:9"
 def codex() -> str:
     """Codex's CLI (its npm launcher, which runs the native binary), installed from npm
     into a cache outside the repo."""
-    cache = Path(os.environ.get("HOME", "/root")) / ".cache" / "openenv-mcp" / "codex"
-    binary = cache / "node_modules" / ".bin" / "codex"
-    if not binary.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "package.json").write_text('{"name": "codex-cli", "private": true}')
-        try:
-            proc = subprocess.run(
-                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", CODEX_SPEC],
-                cwd=cache, capture_output=True, text=True, timeout=600,
-                env={**os.environ, "npm_config_update_notifier": "false"},
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            pytest.skip(f"Codex CLI could not be installed from npm: {exc}")
-        if proc.returncode != 0 or not binary.exists():
-            pytest.skip(f"Codex CLI could not be installed: {proc.stderr[-500:]}")
-    return str(binary)
+    installed = "node_modules/.bin/codex"
+    return str(npm_cli("codex", CODEX_SPEC, "Codex CLI", installed) / installed)
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from openenv_mcp.server._host import HOST_DIR_ENV
-from tests.harnesses.cli_runs import run_cli
+from tests.harnesses.cli_runs import npm_cli, run_cli
 from tests.harnesses.standin_gemini import (
     FINAL_ANSWER,
     NO_TOOLS_ANSWER,
@@ -75,22 +75,10 @@ def node_version(node: str) -> tuple[int, ...]:
 def gemini() -> list[str]:
     """The command that runs Gemini CLI: a Node that meets its ``engines``, and its
     entry script, installed from npm into a cache outside the repo."""
-    cache = Path(os.environ.get("HOME", "/root")) / ".cache" / "openenv-mcp" / "gemini-cli"
+    installed = "node_modules/@google/gemini-cli/package.json"
+    flags = ("--engine-strict=false",)
+    cache = npm_cli("gemini-cli", GEMINI_SPEC, "Gemini CLI", installed, *flags)
     package = cache / "node_modules" / "@google" / "gemini-cli"
-    if not (package / "package.json").exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "package.json").write_text('{"name": "gc", "private": true}')
-        try:
-            proc = subprocess.run(
-                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
-                 "--engine-strict=false", GEMINI_SPEC],
-                cwd=cache, capture_output=True, text=True, timeout=600,
-                env={**os.environ, "npm_config_update_notifier": "false"},
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            pytest.skip(f"Gemini CLI could not be installed from npm: {exc}")
-        if proc.returncode != 0 or not (package / "package.json").exists():
-            pytest.skip(f"Gemini CLI could not be installed: {proc.stderr[-500:]}")
     meta = json.loads((package / "package.json").read_text())
     floor = tuple(int(n) for n in re.findall(r"\d+", meta["engines"]["node"])[:3])
     node = shutil.which("node")
