@@ -4,7 +4,7 @@ Three OpenEnv-protocol servers run as processes:
 
 * OpenEnv's echo: the environment ``openenv init`` scaffolds, unmodified, served by
   its own ``server/app.py`` (openenv-core's ``create_app``; one session at a time);
-* an Atari server on OpenEnv's stack (:mod:`openenv_env.reference_atari`: OpenEnv's
+* an Atari server on OpenEnv's stack (:mod:`openenv_mcp_envs.openenv.reference_atari`: OpenEnv's
   own Atari environment is not on PyPI), sending what OpenEnv's Atari sends;
 * ``openenv-mcp serve atari --http --openenv``: our Atari on OpenEnv's protocol.
 
@@ -217,7 +217,7 @@ async def _bench(steps: int, repeats: int, warmup: int, progress: Progress) -> O
             _process(_uvicorn("server.app:app", echo_port), echo_port, echo_dir)
         )
         # uvicorn looks for the app in its working directory first: ours, not the user's
-        reference = _uvicorn("openenv_env.reference_atari:app", atari_port)
+        reference = _uvicorn("openenv_mcp_envs.openenv.reference_atari:app", atari_port)
         await stack.enter_async_context(_process(reference, atari_port, where))
         ours = python_command("-m", "openenv_mcp.cli", "serve", "atari", "--game", "pong")
         ours += ["--http", "--openenv", "--port", str(ours_port), "--log-level", "WARNING"]

@@ -29,6 +29,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
@@ -322,6 +323,22 @@ def _check_data_module(module_name: str, what: str, reference: str, origin: _Dat
             )
 
 
+#: The bundled environments' packages before they moved under ``openenv_mcp_envs`` (their
+#: old top-level names are OpenEnv's env packages' too): what recordings made before name.
+_MOVED = {
+    f"{name}_env": f"openenv_mcp_envs.{name}"
+    for name in ("atari", "chess", "coding", "echo", "gymnasium", "openenv", "openspiel", "trading")
+}
+
+
+def moved_reference(reference: str) -> str:
+    """``reference`` with a bundled environment's old package name (``atari_env.env:AtariEnv``)
+    replaced by where it lives now (``openenv_mcp_envs.atari.env:AtariEnv``): recordings made
+    before the move replay and export as they did."""
+    top = re.split(r"[.:]", reference, maxsplit=1)[0]
+    return _MOVED[top] + reference[len(top) :] if top in _MOVED else reference
+
+
 def check_data_reference(
     reference: str,
     what: str,
@@ -338,6 +355,7 @@ def check_data_reference(
         ArgumentError: as :func:`load_data_reference`.
         DependencyNotInstalled: the module is not installed here.
     """
+    reference = moved_reference(reference)
     origin = _origin(source, allow, folders)
     if not is_reference(reference):
         raise ArgumentError(f"{origin.source}: {what} takes package.module:name, got {reference!r}")
@@ -363,6 +381,7 @@ def load_data_reference(
         ArgumentError: naming the reference, ``source``, why not and the flag that allows it.
         DependencyNotInstalled: the module is not installed here.
     """
+    reference = moved_reference(reference)
     check_data_reference(reference, what, source=source, allow=allow, folders=folders)
     module_name = reference.partition(":")[0]
     if _allowed(module_name, _origin(source, allow, folders)):
@@ -393,6 +412,7 @@ def get_data_env_class(
             allows it.
         DependencyNotInstalled: a registered environment that does not import here.
     """
+    reference = moved_reference(reference)
     origin = _origin(source, allow, folders)
     if not is_reference(reference):
         raise ArgumentError(

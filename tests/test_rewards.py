@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from fastmcp import Client
 
-from echo_env import EchoEnv
 from openenv_mcp import MCPEnvClient
 from openenv_mcp.errors import ArgumentError, RewardFailed
 from openenv_mcp.rewards import (
@@ -26,6 +25,7 @@ from openenv_mcp.rewards import (
     reward,
 )
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp_envs.echo import EchoEnv
 from tests import rewards_for_tests as examples
 
 

@@ -1,8 +1,9 @@
-"""Any registered Gymnasium environment as an openenv-mcp environment.
+"""The old import path of :mod:`openenv_mcp_envs.gymnasium`, kept (its names, not its modules).
 
-``openenv-mcp serve gymnasium --id Blackjack-v1 --kwargs natural=true``
+The bundled environments live under ``openenv_mcp_envs``, whose old top-level names
+were OpenEnv's env packages' too; ``gymnasium_env`` is not, so it still imports.
 """
 
-from gymnasium_env.env import GymnasiumConfig, GymnasiumEnv, parse_kwargs
+from openenv_mcp_envs.gymnasium import GymnasiumConfig, GymnasiumEnv, parse_kwargs
 
 __all__ = ["GymnasiumConfig", "GymnasiumEnv", "parse_kwargs"]

@@ -1,5 +1,9 @@
-"""OpenEnv environments over MCP: a running OpenEnv server, or an OpenEnv class in process."""
+"""The old import path of :mod:`openenv_mcp_envs.openenv`, kept (its names, not its modules).
 
-from openenv_env.env import OpenEnvConfig, OpenEnvEnv, RubricBreakdown
+The bundled environments live under ``openenv_mcp_envs``, whose old top-level names
+were OpenEnv's env packages' too; ``openenv_env`` is not, so it still imports.
+"""
+
+from openenv_mcp_envs.openenv import OpenEnvConfig, OpenEnvEnv, RubricBreakdown
 
 __all__ = ["OpenEnvConfig", "OpenEnvEnv", "RubricBreakdown"]

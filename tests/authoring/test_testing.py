@@ -10,11 +10,11 @@ import pytest
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict
 
-from atari_env import AtariEnv
-from echo_env import EchoEnv
-from gymnasium_env import GymnasiumEnv
 from openenv_mcp.authoring.testing import CheckReport, EnvCheckError, check_env, values_equal
 from openenv_mcp.environment import Environment, StepResult
+from openenv_mcp_envs.atari import AtariEnv
+from openenv_mcp_envs.echo import EchoEnv
+from openenv_mcp_envs.gymnasium import GymnasiumEnv
 from tests import dict_env, door_env
 
 CASES: list[tuple[type[Environment[Any]], dict[str, Any]]] = [

@@ -86,7 +86,7 @@ def test_a_name_gymnasium_cannot_take_is_skipped(monkeypatch: pytest.MonkeyPatch
 @pytest.mark.integration
 def test_registering_imports_no_environment() -> None:
     """No environment module, extra or emulator is imported to register the ids."""
-    # The environments' packages (echo_env, atari_env...) and what their extras bring.
+    # The environments' packages (openenv_mcp_envs.*) and what their extras bring.
     heavy = json.dumps(["ale_py", "pygame", "chess", "pyspiel", "pandas", "torch"])
     loaded = run_fresh(
         f"""

@@ -3,7 +3,7 @@ must never run a module planted in DIR (issue 32).
 
 A real echo recording is made, then its start record is edited to name a planted module:
 the reward reference ``evilrw:reward``, the environment class ``evilenv:Env``, or (with
-nothing edited) an ``echo_env.py`` beside it that would shadow the installed env when the
+nothing edited) an ``openenv_mcp_envs.py`` beside it that would shadow the installed env when the
 current directory is on ``sys.path`` (``python -m openenv_mcp``). Each planted module
 writes a marker file when it is imported. Replay and export (the CLI, with the folder as
 the working directory, and the Python API) refuse the recording with a message naming
@@ -70,8 +70,8 @@ def _planted(marker: Path, body: str) -> str:
 #: recording to replay exactly when the module is allowed.
 _BODIES = {
     "evilrw": "from openenv_mcp.rewards import EnvReward\nreward = EnvReward(name='evil')",
-    "evilenv": "from echo_env import EchoEnv\n\nclass Env(EchoEnv):\n    pass",
-    "echo_env": "",
+    "evilenv": "from openenv_mcp_envs.echo import EchoEnv\n\nclass Env(EchoEnv):\n    pass",
+    "openenv_mcp_envs": "",
 }
 
 
@@ -101,7 +101,7 @@ def _edit_start(path: Path, **changes: object) -> None:
 def make_crafted(tmp_path: Path, case: str) -> Crafted:
     folder = tmp_path / "shared"
     recording = _record_echo(folder)
-    module = {"reward": "evilrw", "env": "evilenv", "shadow": "echo_env"}[case]
+    module = {"reward": "evilrw", "env": "evilenv", "shadow": "openenv_mcp_envs"}[case]
     if case == "reward":
         _edit_start(recording, rewards=["evilrw:reward"])
     elif case == "env":
@@ -118,7 +118,7 @@ def clean_imports() -> Iterator[None]:
     yield
     sys.path[:] = path
     for name in set(sys.modules) - modules:
-        if name.split(".")[0] in ("evilrw", "evilenv"):  # the installed echo_env stays
+        if name.split(".")[0] in ("evilrw", "evilenv"):  # the installed envs stay
             del sys.modules[name]
 
 
@@ -272,14 +272,14 @@ def test_the_cli_refuses_a_planted_module_in_the_working_directory(
 
 @pytest.mark.integration
 def test_a_planted_module_shadowing_an_installed_env_is_refused(tmp_path: Path) -> None:
-    """The recording is genuine (the registered echo env); ``echo_env.py`` beside it would
+    """The recording is genuine (the registered echo env); ``openenv_mcp_envs.py`` beside it would
     be imported instead of the installed package where the working directory is on
     ``sys.path``: replay refuses there, and replays the real env where it is not."""
     crafted = make_crafted(tmp_path, "shadow")
     refused = run(crafted, "replay", ".", module=True)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "would be imported from the current directory" in refused.stderr, refused.stderr
-    assert "--allow-module echo_env.env\n" in refused.stderr
+    assert "--allow-module openenv_mcp_envs.echo.env\n" in refused.stderr
     assert not crafted.ran()
     replayed = run(crafted, "replay", ".")  # the console script: no cwd on sys.path
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
@@ -290,6 +290,21 @@ def test_a_planted_module_shadowing_an_installed_env_is_refused(tmp_path: Path) 
 def test_recordings_of_installed_modules_replay_from_any_folder(tmp_path: Path) -> None:
     crafted = make_crafted(tmp_path, "reward")
     _edit_start(crafted.recording, rewards=["openenv_mcp.rewards:EnvReward"])
+    for module in (False, True):
+        replayed = run(crafted, "replay", ".", module=module)
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+        assert "all match exactly" in replayed.stdout
+    assert not crafted.ran()
+
+
+@pytest.mark.integration
+def test_recordings_made_before_the_envs_moved_replay(tmp_path: Path) -> None:
+    """A recording made while the bundled envs were top-level packages names its class
+    ``echo_env.env:EchoEnv``: it replays (from the env's new home, never a planted
+    ``echo_env.py`` in the folder), by the console script and by ``python -m``."""
+    crafted = make_crafted(tmp_path, "reward")
+    _edit_start(crafted.recording, env_class="echo_env.env:EchoEnv", rewards=[])
+    (crafted.folder / "echo_env.py").write_text(_planted(crafted.marker, ""))
     for module in (False, True):
         replayed = run(crafted, "replay", ".", module=module)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr

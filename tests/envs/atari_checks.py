@@ -1,4 +1,5 @@
-"""How each claim of ``atari_env._games`` about an action was checked against the emulator.
+"""How each claim of ``openenv_mcp_envs.atari._games`` about an action was checked against
+the emulator.
 
 Each recipe: from ``reset(seed=0)`` with sticky actions off, play ``setup`` (action, agent
 steps), measure, repeat ``action`` for ``steps`` agent steps, measure again; ``expect`` says

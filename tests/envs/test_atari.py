@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from fastmcp import Client
 
-from atari_env import AtariConfig, AtariEmulator, AtariEnv, list_games
 from openenv_mcp.codecs import decode_raw, png_from_b64
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp_envs.atari import AtariConfig, AtariEmulator, AtariEnv, list_games
 from tests.servers import stdio_transport
 
 pytestmark = pytest.mark.anyio

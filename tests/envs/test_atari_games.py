@@ -1,4 +1,4 @@
-"""The game knowledge a model is given (``atari_env._games``) is true of the emulator.
+"""The game knowledge a model is given (``openenv_mcp_envs.atari._games``) is true of the emulator.
 
 Every game it describes exists, its actions are exactly the game's legal set, its lives
 are the emulator's, and every claim about what an action does is checked by a recipe in
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atari_env import AtariConfig, AtariEmulator, AtariEnv, list_games
-from atari_env._games import GAMES
 from openenv_mcp.narration import narration_of
+from openenv_mcp_envs.atari import AtariConfig, AtariEmulator, AtariEnv, list_games
+from openenv_mcp_envs.atari._games import GAMES
 from tests.envs.atari_checks import CHECKS
 
 FRAMESKIP = 4

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-from atari_env import AtariConfig, AtariEnv
 from openenv_mcp.client import MCPGymEnv
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.options import make_config
 from openenv_mcp.testing import values_equal
+from openenv_mcp_envs.atari import AtariConfig, AtariEnv
 from tests.servers import memory_server
 
 gym.register_envs(ale_py)

@@ -24,8 +24,6 @@ from fastmcp.client.transports import StdioTransport
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chess_env import BuiltinEngine, ChessConfig, ChessEnv, StockfishEngine, find_stockfish
-from chess_env._render import BOARD_PIXELS, draw_board
 from openenv_mcp.authoring.testing import check_env
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.codecs import png_from_b64
@@ -39,6 +37,14 @@ from openenv_mcp.errors import (
 from openenv_mcp.narration import narration_of
 from openenv_mcp.options import make_config
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp_envs.chess import (
+    BuiltinEngine,
+    ChessConfig,
+    ChessEnv,
+    StockfishEngine,
+    find_stockfish,
+)
+from openenv_mcp_envs.chess._render import BOARD_PIXELS, draw_board
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import CLI, ROOT, ensure_installed, http_server, stdio_command
 from tests.test_independent_clients import call as inspector_call
@@ -139,7 +145,7 @@ def test_construction_options_are_checked() -> None:
 
 
 def test_auto_without_stockfish_plays_the_builtin_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    import chess_env.env as env_module
+    import openenv_mcp_envs.chess.env as env_module
 
     monkeypatch.setattr(env_module, "find_stockfish", lambda path=None: None)
     env = make(opponent="engine", engine="auto", depth=9)

@@ -21,10 +21,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coding_env import CodingConfig, CodingEnv, builtin_tasks, load_task_file
-from coding_env._files import check_path, list_files, usage, write_file
-from coding_env._sandbox import UID_BASE, UID_SPAN
-from coding_env._tasks import same_value
 from openenv_mcp.authoring.testing import check_env
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.environment import parse_options
@@ -37,6 +33,10 @@ from openenv_mcp.errors import (
 from openenv_mcp.narration import narration_of
 from openenv_mcp.options import parse_cli_options
 from openenv_mcp.server import ServerSettings, build_server, get_app
+from openenv_mcp_envs.coding import CodingConfig, CodingEnv, builtin_tasks, load_task_file
+from openenv_mcp_envs.coding._files import check_path, list_files, usage, write_file
+from openenv_mcp_envs.coding._sandbox import UID_BASE, UID_SPAN
+from openenv_mcp_envs.coding._tasks import same_value
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import ROOT, ensure_installed, http_server, stdio_command
 from tests.test_independent_clients import call, http_target, inspector, node_tools  # noqa: F401

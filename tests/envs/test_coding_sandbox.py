@@ -29,11 +29,11 @@ import anyio
 import httpx
 import pytest
 
-from coding_env import CodingConfig, CodingEnv
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import InvalidAction, ServerFull
 from openenv_mcp.narration import narration_of
 from openenv_mcp.server import ServerSettings, build_server, get_app
+from openenv_mcp_envs.coding import CodingConfig, CodingEnv
 from tests.envs.test_coding import SOLUTIONS, bwrap, sandbox_pids  # noqa: F401
 from tests.envs.unprivileged import User, unprivileged_user
 from tests.figures import record_figure
@@ -280,10 +280,11 @@ prefixes = {os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))), 
             sys.base_prefix, "/usr", "/usr/local", "/opt/conda"}
 for prefix in prefixes:  # every layout pip, venv, Debian and conda install into
     for pattern in ("lib*/python*/*-packages", "lib/python3/dist-packages"):
-        FOUND.update(glob.glob(os.path.join(prefix, pattern, "coding_env/tasks/*.json")))
+        tasks = "openenv_mcp_envs/coding/tasks/*.json"
+        FOUND.update(glob.glob(os.path.join(prefix, pattern, tasks)))
 for entry in sys.path:  # and wherever the interpreter would import from
     if entry.startswith("/"):
-        pattern = os.path.join(entry, "**", "coding_env", "tasks", "*.json")
+        pattern = os.path.join(entry, "**", "openenv_mcp_envs", "coding", "tasks", "*.json")
         FOUND.update(glob.glob(pattern, recursive=True))
 for path in FOUND:
     try:
@@ -341,7 +342,7 @@ def copied_install(bwrap: str) -> Iterator[Path]:  # noqa: F811
             text=True,
         ).stdout.strip()
         # the dependencies from here, as plain paths (this checkout's editable finder is not
-        # installed there, so openenv_mcp and coding_env come from the copy only)
+        # installed there, so openenv_mcp and openenv_mcp_envs.coding come from the copy only)
         Path(site, "deps.pth").write_text(f"{Path(httpx.__file__).parent.parent}\n")
         shutil.rmtree(tree)
         yield python
@@ -353,7 +354,7 @@ def copied_install(bwrap: str) -> Iterator[Path]:  # noqa: F811
 def test_a_lookup_table_earns_nothing_from_a_copied_install(copied_install: Path) -> None:
     python = str(copied_install)
     where = subprocess.run(
-        [python, "-c", "import coding_env; print(coding_env.__file__)"],
+        [python, "-c", "import openenv_mcp_envs.coding; print(openenv_mcp_envs.coding.__file__)"],
         check=True,
         capture_output=True,
         text=True,
@@ -366,9 +367,9 @@ def test_a_lookup_table_earns_nothing_from_a_copied_install(copied_install: Path
         obs, reward, terminated, *_ = client.step({"solution": LOOKUP})
         assert "task files found: 0 []" in obs["stdout"], obs
         assert reward == 0.0 and obs["tests_passed"] == 0 and not terminated
-        probe = "import coding_env"
+        probe = "import openenv_mcp_envs"
         obs, *_ = client.step(probe)
-        assert "No module named 'coding_env'" in obs["stderr"]
+        assert "No module named 'openenv_mcp_envs'" in obs["stderr"]
         obs, reward, *_ = client.step({"solution": SOLUTIONS["fizzbuzz"]})
         assert reward == 1.0  # the interpreter itself works: only packages are hidden
 

@@ -18,8 +18,6 @@ from fastmcp import Client
 from gymnasium import spaces
 from typer.testing import CliRunner
 
-from gymnasium_env import GymnasiumConfig, GymnasiumEnv, parse_kwargs
-from gymnasium_env import env as env_module
 from openenv_mcp.cli import app, parse_env_options
 from openenv_mcp.client import MCPEnvClient, MCPGymEnv
 from openenv_mcp.codecs import png_from_b64
@@ -35,6 +33,8 @@ from openenv_mcp.narration import narration_of
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import build_server
 from openenv_mcp.spec import EnvSpec, action_schema, model_properties
+from openenv_mcp_envs.gymnasium import GymnasiumConfig, GymnasiumEnv, parse_kwargs
+from openenv_mcp_envs.gymnasium import env as env_module
 from tests.servers import stdio_transport
 
 TEST_ID = "OpenenvTest/Spaces-v0"

@@ -25,11 +25,11 @@ import pybase64
 import pytest
 from fastmcp import Client
 
-from openenv_env._described import Observed
-from openenv_env._images import TooLarge, find_images, find_pictures, to_rgb
-from openenv_env._remote import parse_reply
 from openenv_mcp.codecs import encode_png
 from openenv_mcp.server import build_server
+from openenv_mcp_envs.openenv._described import Observed
+from openenv_mcp_envs.openenv._images import TooLarge, find_images, find_pictures, to_rgb
+from openenv_mcp_envs.openenv._remote import parse_reply
 from tests.openenv_hostile import BOMB_SIDE, png_bomb
 from tests.openenv_procs import wait_listening
 from tests.servers import ROOT, free_port, start_http, stop

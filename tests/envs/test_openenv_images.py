@@ -7,8 +7,8 @@ import base64
 
 import numpy as np
 
-from openenv_env._images import find_images, to_rgb
 from openenv_mcp.codecs import decode_raw, encode_png
+from openenv_mcp_envs.openenv._images import find_images, to_rgb
 
 PNG = encode_png(np.full((2, 3, 3), 200, dtype=np.uint8))
 

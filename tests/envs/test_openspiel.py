@@ -35,7 +35,7 @@ from openenv_mcp.registry import get_env_class
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.spaces import NamedDiscrete
 from openenv_mcp.spec import EnvSpec
-from openspiel_env import OpenSpielConfig, OpenSpielEnv, list_games, unsupported_games
+from openenv_mcp_envs.openspiel import OpenSpielConfig, OpenSpielEnv, list_games, unsupported_games
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import CLI, ROOT, http_server
 from tests.test_harness_examples import dev_env  # noqa: F401  (a shared fixture)

@@ -29,6 +29,16 @@ from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded, Unsupp
 from openenv_mcp.narration import narration_of
 from openenv_mcp.server import ServerSettings, build_server
 from openenv_mcp.spec import EnvSpec, model_properties
+from openenv_mcp_envs.trading import TradingConfig, TradingEnv
+from openenv_mcp_envs.trading import _chart as chart
+from openenv_mcp_envs.trading._data import (
+    FEATURES,
+    SAMPLE_CSV,
+    WARMUP,
+    generate_prices,
+    load_sample,
+)
+from openenv_mcp_envs.trading.make_data import sample_csv_text
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, json_values, run_case
 from tests.servers import ROOT, http_server, stdio_command
 from tests.test_independent_clients import call as inspector_call
@@ -37,10 +47,6 @@ from tests.test_independent_clients import (
     inspector,
     node_tools,  # noqa: F401  (a shared fixture)
 )
-from trading_env import TradingConfig, TradingEnv
-from trading_env import _chart as chart
-from trading_env._data import FEATURES, SAMPLE_CSV, WARMUP, generate_prices, load_sample
-from trading_env.make_data import sample_csv_text
 
 TICKERS = ["ALPH", "BRVO", "CHRL", "DLTA", "ECHO"]
 EQUAL = [0.2] * 5

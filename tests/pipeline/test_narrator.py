@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from echo_env import EchoEnv
 from openenv_mcp.environment import StepResult
 from openenv_mcp.narration import Narration
 from openenv_mcp.pipeline.core import EnvCore
 from openenv_mcp.pipeline.narrator import Narrator, lost_a_life
 from openenv_mcp.pipeline.rewards import ServedRewards
+from openenv_mcp_envs.echo import EchoEnv
 
 
 class LoudNarration(Narration[EchoEnv]):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pickle
 
-from echo_env import EchoEnv
 from openenv_mcp.pipeline import (
     CallTool,
     Close,
@@ -18,6 +17,7 @@ from openenv_mcp.pipeline import (
     Summary,
 )
 from openenv_mcp.server._runtime import run_calls
+from openenv_mcp_envs.echo import EchoEnv
 
 
 def test_ops_pickle_and_run_the_same_on_any_pipeline() -> None:

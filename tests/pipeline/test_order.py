@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from echo_env import EchoEnv
 from openenv_mcp.errors import ResetNeeded
 from openenv_mcp.pipeline.core import EnvCore
 from openenv_mcp.pipeline.order import OrderEnforcing
+from openenv_mcp_envs.echo import EchoEnv
 
 
 def _order(**config: object) -> OrderEnforcing:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from echo_env import EchoEnv
 from openenv_mcp.errors import ArgumentError, InvalidAction
 from openenv_mcp.pipeline import MAX_REPEAT
 from openenv_mcp.pipeline.core import EnvCore
@@ -13,6 +12,7 @@ from openenv_mcp.pipeline.narrator import Narrator
 from openenv_mcp.pipeline.order import OrderEnforcing
 from openenv_mcp.pipeline.repeat import step_repeated
 from openenv_mcp.pipeline.rewards import ServedRewards
+from openenv_mcp_envs.echo import EchoEnv
 from tests.door_env import DoorConfig, DoorEnv
 
 

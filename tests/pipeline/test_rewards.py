@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from echo_env import EchoEnv
 from openenv_mcp.pipeline.core import EnvCore
 from openenv_mcp.pipeline.mask import ActionMask
 from openenv_mcp.pipeline.rewards import ServedRewards
 from openenv_mcp.rewards import LastStep, RewardSet, Step, reward, trajectory_reward
+from openenv_mcp_envs.echo import EchoEnv
 
 
 @reward(name="shout")

@@ -8,11 +8,11 @@ import io
 import numpy as np
 from PIL import Image
 
-from echo_env import EchoEnv
 from openenv_mcp.pipeline import MIN_FRAME_EDGE, EpisodePipeline
 from openenv_mcp.pipeline.base import Moment
 from openenv_mcp.pipeline.core import EnvCore
 from openenv_mcp.pipeline.view import View
+from openenv_mcp_envs.echo import EchoEnv
 
 
 def test_the_view_holds_the_counters_and_the_observation_as_asked() -> None:

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 from fastmcp.client.transports import StreamableHttpTransport
 
-from atari_env import AtariEnv
-from atari_env._emulator import AtariConfig
 from openenv_mcp.client import MCPEnvClient
+from openenv_mcp_envs.atari import AtariEnv
+from openenv_mcp_envs.atari._emulator import AtariConfig
 from tests import faulty_env
 from tests.faulty_env import serve_command
 from tests.figures import record_figure

@@ -256,7 +256,7 @@ LOOK = f"import os; print(os.path.exists({MARKER!r}))"
 
 @pytest.fixture(params=["unsafe-rlimits", "bwrap"])
 def sandbox(request: pytest.FixtureRequest) -> Iterator[Any]:
-    from coding_env import CodingConfig, CodingEnv
+    from openenv_mcp_envs.coding import CodingConfig, CodingEnv
 
     if request.param == "bwrap":
         ensure_installed("ensure_debian.sh", "bubblewrap", "bubblewrap", "bwrap")

@@ -277,7 +277,7 @@ async def test_without_dev_a_missing_extra_names_pip(tmp_path: Path, chess_missi
 FLAKY = """
 import os
 
-from echo_env.env import EchoEnv
+from openenv_mcp_envs.echo.env import EchoEnv
 
 
 class FlakyStart(EchoEnv):

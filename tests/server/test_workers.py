@@ -322,7 +322,8 @@ async def test_a_worker_that_does_not_start_in_time_fails_clearly() -> None:
 async def test_a_worker_that_cannot_import_the_env_says_why(tmp_path: Path) -> None:
     module = tmp_path / "vanishing_env.py"
     module.write_text(
-        "from echo_env import EchoEnv\n\nclass VanishingEnv(EchoEnv):\n    name = 'vanishing'\n"
+        "from openenv_mcp_envs.echo import EchoEnv\n\n"
+        "class VanishingEnv(EchoEnv):\n    name = 'vanishing'\n"
     )
     sys.path.insert(0, str(tmp_path))
     try:
