@@ -10,6 +10,7 @@ is rendered whole from the manifest (:func:`dockerfile`), never patched.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import keyword
 import re
@@ -20,7 +21,7 @@ from typing import Literal
 
 from openenv_mcp.authoring.manifest import FORMAT, Manifest
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.registry import env_extra
+from openenv_mcp.registry import env_extra, env_names
 
 __all__ = ["KINDS", "Kind", "dockerfile", "init_package"]
 
@@ -59,6 +60,27 @@ def _check_name(name: str) -> None:
         )
 
 
+def _check_free(name: str) -> None:
+    """The new package's name is no installed module's (it would shadow one, or be
+    shadowed: OpenEnv's env packages take names like ``atari_env``) and no registered
+    environment's (its entry point would collide)."""
+    if name in env_names():
+        raise ArgumentError(
+            f"{name!r} is an environment here already (openenv-mcp list): choose another "
+            f"name, e.g. 'my_{name}'"
+        )
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        where = spec.origin if spec.origin not in (None, "built-in", "frozen") else "built in"
+        raise ArgumentError(
+            f"a module named {name!r} is installed here ({where}): a package of that name "
+            f"would shadow it or be shadowed by it; choose another name, e.g. 'my_{name}'"
+        )
+
+
 def init_package(name: str, directory: Path | None = None, kind: Kind = "discrete") -> list[Path]:
     """Write a new environment package ``name`` into ``directory`` (default ``./NAME``).
 
@@ -66,12 +88,14 @@ def init_package(name: str, directory: Path | None = None, kind: Kind = "discret
         The files written, in order.
 
     Raises:
-        ArgumentError: a name that is not a lower-case identifier, an unknown kind,
-            or a directory that exists and is not empty.
+        ArgumentError: a name that is not a lower-case identifier or is taken (an
+            installed module's, a registered environment's), an unknown kind, or a
+            directory that exists and is not empty.
     """
     from openenv_mcp._version import __version__
 
     _check_name(name)
+    _check_free(name)
     if kind not in KINDS:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     root = Path(directory) if directory is not None else Path(name)

@@ -170,6 +170,26 @@ def test_init_refuses_bad_names_and_busy_directories(tmp_path: Path) -> None:
         init_package("fine", tmp_path / "d")
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("numpy", "a module named 'numpy' is installed here"),
+        ("json", "a module named 'json' is installed here"),
+        ("atari", "'atari' is an environment here already"),
+        ("openenv_mcp_envs", "a module named 'openenv_mcp_envs' is installed here"),
+    ],
+)
+def test_init_refuses_a_name_that_would_shadow_or_be_shadowed(
+    tmp_path: Path, name: str, why: str
+) -> None:
+    """OpenEnv's env packages take top-level names (``atari_env``...); a package ``init``
+    writes must take none that is installed here, nor a registered environment's."""
+    with pytest.raises(ArgumentError, match=why) as refused:
+        init_package(name, tmp_path / name)
+    assert f"'my_{name}'" in str(refused.value)
+    assert not (tmp_path / name).exists()
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_init_writes_a_package_that_keeps_the_contract(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
