@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -34,6 +35,9 @@ import pytest
 
 from openenv_mcp.server._host import HOST_DIR_ENV
 from tests.figures import FIGURES_ENV
+
+#: OpenEnv's env packages vendored in ``tests/openenv_packages`` (its typed clients).
+OPENENV_PACKAGES = ("atari_env", "chess_env", "coding_env", "echo_env", "openspiel_env")
 
 #: The session's private directory of episode hosts (the controller's, under xdist).
 _session_hosts: Path | None = None
@@ -71,6 +75,31 @@ def _unit_tier_stays_in_memory(
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def openenv_packages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """OpenEnv's five env packages (``tests/openenv_packages``), installed by pip as a user
+    would, from copies (pip builds in place), into a target folder: put it on a
+    subprocess's ``PYTHONPATH`` (:func:`tests.servers.with_pythonpath`); this venv stays
+    as it is."""
+    from tests.servers import ROOT
+
+    root = tmp_path_factory.mktemp("openenv_packages")
+    target = root / "site"
+    copies = []
+    for name in OPENENV_PACKAGES:
+        shutil.copytree(ROOT / "tests" / "openenv_packages" / name, root / name)
+        copies.append(str(root / name))
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    proc = subprocess.run(
+        [*pip, "--no-build-isolation", "--target", str(target), *copies],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    yield target
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -81,6 +81,14 @@ def episode_host_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def with_pythonpath(target: Path) -> dict[str, str]:
+    """This process's environment with ``target`` first on ``PYTHONPATH`` (for a
+    subprocess that imports packages installed there, as :func:`openenv_packages` does)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(target), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

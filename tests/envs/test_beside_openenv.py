@@ -5,28 +5,23 @@ OpenEnv's env distributions (``openenv-atari-env``, ``openenv-chess-env``,
 clients, and so TRL's OpenEnv examples, import from) install the top-level packages
 ``atari_env``, ``chess_env``, ``coding_env``, ``echo_env`` and ``openspiel_env``. Ours
 live under ``openenv_mcp_envs``, so both install into one environment. The packages are
-OpenEnv's, vendored byte for byte (``tests/openenv_packages``), installed here by pip as a
-user would (into a target folder put on ``PYTHONPATH``: this venv stays as it is).
+OpenEnv's, vendored byte for byte (``tests/openenv_packages``), installed by pip as a user
+would (the ``openenv_packages`` fixture: a target folder put on ``PYTHONPATH``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from openenv_mcp.registry import env_names
-from tests.servers import CLI, ROOT
+from tests.servers import CLI, with_pythonpath
 
 pytestmark = pytest.mark.integration
-
-OPENENV_PACKAGES = ("atari_env", "chess_env", "coding_env", "echo_env", "openspiel_env")
 
 #: What each bundled env is served with, and one action it takes. The openenv bridge
 #: serves OpenEnv's own echo environment, from the package installed beside ours.
@@ -45,37 +40,11 @@ SERVED: dict[str, tuple[list[str], object]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """OpenEnv's five env packages, installed by pip (from copies: pip builds in place)."""
-    root = tmp_path_factory.mktemp("openenv_packages")
-    target = root / "site"
-    copies = []
-    for name in OPENENV_PACKAGES:
-        shutil.copytree(ROOT / "tests" / "openenv_packages" / name, root / name)
-        copies.append(str(root / name))
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
-    proc = subprocess.run(
-        [*pip, "--no-build-isolation", "--target", str(target), *copies],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    yield target
-
-
-def _environ(target: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(target), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
 def test_every_bundled_env_is_covered() -> None:
     assert set(env_names()) >= set(SERVED)
 
 
-def test_openenvs_packages_are_theirs_and_ours_are_ours(installed: Path) -> None:
+def test_openenvs_packages_are_theirs_and_ours_are_ours(openenv_packages: Path) -> None:
     probe = (
         "import json, atari_env, chess_env, coding_env, echo_env, openspiel_env\n"
         "from atari_env import AtariEnv, AtariAction\n"
@@ -94,17 +63,19 @@ def test_openenvs_packages_are_theirs_and_ours_are_ours(installed: Path) -> None
         capture_output=True,
         text=True,
         timeout=120,
-        env=_environ(installed),
+        env=with_pythonpath(openenv_packages),
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout)
-    assert all(path.startswith(str(installed)) for path in found["theirs"]), found
+    assert all(path.startswith(str(openenv_packages)) for path in found["theirs"]), found
     assert found["client"] == "openenv.core.env_client"
     assert found["ours"] == "openenv_mcp_envs.atari.env"
 
 
 @pytest.mark.parametrize("name", sorted(SERVED))
-def test_each_bundled_env_serves_beside_openenvs_packages(installed: Path, name: str) -> None:
+def test_each_bundled_env_serves_beside_openenvs_packages(
+    openenv_packages: Path, name: str
+) -> None:
     """``openenv-mcp serve NAME --stdio``, as a harness starts it, with OpenEnv's packages
     importable first: it answers the handshake, resets and steps."""
     options, action = SERVED[name]
@@ -126,7 +97,7 @@ def test_each_bundled_env_serves_beside_openenvs_packages(installed: Path, name:
         capture_output=True,
         text=True,
         timeout=300,
-        env=_environ(installed),
+        env=with_pythonpath(openenv_packages),
     )
     assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-3000:]
     answer = json.loads(proc.stdout.strip().splitlines()[-1])
