@@ -56,12 +56,20 @@ from openenv_mcp.errors import (
 from openenv_mcp.server import _openenv_wire as wire
 from openenv_mcp.server._handlers import direct_transport
 from openenv_mcp.server._http import OPENENV_PATH
+from openenv_mcp.server._openenv_namesake import (
+    TOOL_CALLS,
+    Namesake,
+    decoded,
+    tool_error,
+    tool_result,
+)
 from openenv_mcp.server._results import error_text
 from openenv_mcp.spaces import is_array_space
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
+    from openenv_mcp.openenv_models import OpenEnvTool
     from openenv_mcp.server._app import EnvApp
 
 __all__ = ["Episodes", "OpenEnvRoutes", "mount_openenv"]
@@ -121,7 +129,7 @@ class Episodes:
         """Start a new episode (``episode_id`` ``None``) or restart one; a
         ``reclaimable`` one may be closed to make room for its client's next
         (:attr:`~._episodes.Episode.reclaimable`)."""
-        frames: Frames = "png" if form == "png" else "raw"
+        frames: Frames = "png" if form == "png" else "raw"  # the models' form: arrays
         call = _ResetCall(episode_id, seed, options or None, frames)
         view = await self._call(self.app.handlers.reset, call)
         episode = self.app.table.episodes.get(view["episode_id"])
@@ -167,6 +175,12 @@ class OpenEnvRoutes:
             "additionalProperties": False,
         }
         self.observation_schema = wire.observation_schema(app)
+        made = app.env_cls.openenv_models
+        self.namesake = Namesake(made(spec, app.config)) if made is not None else None
+        #: The form a session speaks where it asks no ``frames``.
+        self.default_form = (
+            wire.MODELS if self.namesake is not None and self.namesake.speaks else "list"
+        )
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -196,19 +210,48 @@ class OpenEnvRoutes:
             }
         )
 
+    def _schemas(self) -> dict[str, Any]:
+        if self.default_form == wire.MODELS:
+            assert self.namesake is not None
+            return self.namesake.schemas()
+        return {
+            "action": self.action_schema,
+            "observation": self.observation_schema,
+            "state": wire.STATE_SCHEMA,
+        }
+
     async def schema(self, request: Request) -> Response:
-        return wire.json_response(
-            {
-                "action": self.action_schema,
-                "observation": self.observation_schema,
-                "state": wire.STATE_SCHEMA,
-            }
-        )
+        return wire.json_response(self._schemas())
 
     async def openapi(self, request: Request) -> Response:
-        return wire.json_response(
-            wire.openapi(self.app, self.action_schema, self.observation_schema)
-        )
+        schemas = self._schemas()
+        return wire.json_response(wire.openapi(self.app, schemas["action"], schemas["observation"]))
+
+    # -- one form or the other: the namesake's models, or ours --------------------------
+
+    def observe(self, view: dict[str, Any], form: str) -> dict[str, Any]:
+        if form == wire.MODELS:
+            assert self.namesake is not None
+            return self.namesake.observation(view)
+        return wire.observation_of(view, form, self.array_obs)
+
+    def action(self, data: Any, form: str) -> Any:
+        if form == wire.MODELS:
+            assert self.namesake is not None
+            return self.namesake.action(data)
+        return wire.action_of(data)
+
+    def state_of(self, view: dict[str, Any] | None, form: str) -> dict[str, Any]:
+        if form == wire.MODELS:
+            assert self.namesake is not None
+            return self.namesake.state(view)
+        return wire.state_of(view)
+
+    def options(self, options: dict[str, Any], form: str) -> dict[str, Any]:
+        if form == wire.MODELS:
+            assert self.namesake is not None
+            return self.namesake.reset_options(options)
+        return options
 
     async def _body(self, request: Request) -> dict[str, Any]:
         raw = await request.body()
@@ -225,11 +268,15 @@ class OpenEnvRoutes:
     async def reset(self, request: Request) -> Response:
         try:
             body = await self._body(request)
-            seed, form, options = wire.split_reset(body)
+            seed, form, options = wire.split_reset(body, self.default_form)
+            options = self.options(options, form)
             view = await self.episodes.reset(None, seed, options, form, reclaimable=True)
         except OpenEnvError as exc:
             return wire.error_response(exc)
-        return wire.json_response(wire.observation_of(view, form, self.array_obs))
+        answer = self.observe(view, form)
+        if form == wire.MODELS:  # the models have no place for it: beside them
+            answer["episode_id"] = view["episode_id"]
+        return wire.json_response(answer)
 
     async def step(self, request: Request) -> Response:
         try:
@@ -240,20 +287,20 @@ class OpenEnvRoutes:
                     "POST /step needs the episode_id that POST /reset answered (in its "
                     "observation), or use the /ws session, which keeps its own"
                 )
-            form = body.get("frames", "list")
-            if form not in wire.FORMS:
-                raise ArgumentError(f"frames must be one of {', '.join(wire.FORMS)}, got {form!r}")
-            view = await self.episodes.step(episode_id, wire.action_of(body.get("action")), form)
+            form = wire.form_of(body, self.default_form)
+            action = self.action(body.get("action"), form)
+            view = await self.episodes.step(episode_id, action, form)
         except OpenEnvError as exc:
             return wire.error_response(exc)
-        return wire.json_response(wire.observation_of(view, form, self.array_obs))
+        return wire.json_response(self.observe(view, form))
 
     async def state(self, request: Request) -> Response:
         episode_id = request.query_params.get("episode_id")
-        if episode_id is None:
-            return wire.json_response(wire.state_of(None))
         try:
-            return wire.json_response(wire.state_of(await self.episodes.state(episode_id)))
+            form = wire.form_of(dict(request.query_params), self.default_form)
+            if episode_id is None:
+                return wire.json_response(self.state_of(None, form))
+            return wire.json_response(self.state_of(await self.episodes.state(episode_id), form))
         except OpenEnvError as exc:
             return wire.error_response(exc)
 
@@ -329,7 +376,7 @@ class _Session:
         self.routes = routes
         self.websocket = websocket
         self.episode_id: str | None = None
-        self.form = "list"
+        self.form = routes.default_form
 
     async def run(self) -> None:
         while True:
@@ -354,18 +401,22 @@ class _Session:
         if kind == "reset":
             if not isinstance(data, dict):
                 raise ArgumentError("reset's data must be an object of keyword arguments")
-            seed, form, options = wire.split_reset(data)
+            seed, form, options = wire.split_reset(data, self.routes.default_form)
+            options = self.routes.options(options, form)
             view = await episodes.reset(self.episode_id, seed, options, form)
             self.episode_id, self.form = view["episode_id"], form
             return {"type": "observation", "data": self._observe(view)}
         if kind == "step":
+            if isinstance(data, dict) and data.get("type") in TOOL_CALLS:
+                return {"type": "observation", "data": await self._tool_call(data)}
             if self.episode_id is None:
                 raise ResetNeeded("step before reset: send a reset message first")
-            view = await episodes.step(self.episode_id, wire.action_of(data), self.form)
+            action = self.routes.action(data, self.form)
+            view = await episodes.step(self.episode_id, action, self.form)
             return {"type": "observation", "data": self._observe(view)}
         if kind == "state":
             state = None if self.episode_id is None else await episodes.state(self.episode_id)
-            return {"type": "state", "data": wire.state_of(state)}
+            return {"type": "state", "data": self.routes.state_of(state, self.form)}
         if kind == "mcp":
             raise ArgumentError(
                 "MCP over this socket is not served: use the standard MCP endpoint, /mcp"
@@ -373,7 +424,76 @@ class _Session:
         raise ArgumentError(f"Unknown message type: {kind!r} (reset, step, state, close)")
 
     def _observe(self, view: dict[str, Any]) -> dict[str, Any]:
-        return wire.observation_of(view, self.form, self.routes.array_obs)
+        return self.routes.observe(view, self.form)
+
+    async def _tool_call(self, data: dict[str, Any]) -> dict[str, Any]:
+        """OpenEnv's MCP actions: the namesake's tools where it has them (each one step of
+        this socket's episode, made at the first call if there is none), else this
+        server's own tools (on this socket's episode, unless a call names another)."""
+        namesake = self.routes.namesake
+        tools = namesake.tools if namesake is not None and namesake.tools else None
+        if data["type"] == "list_tools":
+            listed = (
+                [
+                    {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                    for t in tools.values()
+                ]
+                if tools is not None
+                else [
+                    {
+                        "name": t.name,
+                        "description": t.description or "",
+                        "input_schema": t.parameters,
+                    }
+                    for t in self.routes.app.tools
+                ]
+            )
+            return {"observation": {"tools": listed}, "reward": None, "done": False}
+        name, arguments = str(data.get("tool_name", "")), data.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            return _no_step(tool_error(name, "invalid_args", "arguments must be an object"))
+        if tools is not None:
+            return await self._namesake_tool(tools, name, arguments)
+        ours = {t.name: t for t in self.routes.app.tools}
+        tool = ours.get(name)
+        if tool is None:
+            known = ", ".join(ours)
+            return _no_step(tool_error(name, "tool_not_found", f"no tool {name!r}; tools: {known}"))
+        if self.episode_id is not None and "episode_id" in tool.parameters.get("properties", {}):
+            arguments = {"episode_id": self.episode_id, **arguments}
+        token = direct_transport.set("streamable-http")
+        try:
+            reply = await tool.reply(arguments)
+        finally:
+            direct_transport.reset(token)
+        if reply.is_error:
+            message = " ".join(c.get("text", "") for c in reply.content).strip()
+            return _no_step(tool_error(name, "execution_error", message))
+        structured = reply.structured or {}
+        if name == "reset" and isinstance(structured.get("episode_id"), str):
+            self.episode_id = structured["episode_id"]
+        observation = tool_result(name, structured, structured, reply.content)
+        return {"observation": observation, "reward": structured.get("reward"), "done": False}
+
+    async def _namesake_tool(
+        self, tools: dict[str, OpenEnvTool], name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        tool = tools.get(name)
+        if tool is None:
+            known = ", ".join(tools)
+            return _no_step(tool_error(name, "tool_not_found", f"no tool {name!r}; tools: {known}"))
+        missing = [k for k in tool.input_schema.get("required", []) if k not in arguments]
+        if missing:
+            return _no_step(tool_error(name, "invalid_args", f"{name} needs {', '.join(missing)}"))
+        episodes = self.routes.episodes
+        if self.episode_id is None:
+            self.episode_id = (await episodes.reset(None, None, None, self.form))["episode_id"]
+        view = decoded(await episodes.step(self.episode_id, tool.action(arguments), "raw"))
+        return {
+            "observation": tool_result(name, tool.result(view)),
+            "reward": view.get("reward"),
+            "done": bool(view.get("terminated") or view.get("truncated")),
+        }
 
     async def _send_error(self, message: str, code: str) -> None:
         error = {"type": "error", "data": {"message": message, "code": code}}
@@ -383,6 +503,10 @@ class _Session:
         if self.episode_id is not None:
             await self.routes.episodes.close(self.episode_id)
             self.episode_id = None
+
+
+def _no_step(observation: dict[str, Any]) -> dict[str, Any]:
+    return {"observation": observation, "reward": None, "done": False}
 
 
 def mount_openenv(server: FastMCP, app: EnvApp) -> None:

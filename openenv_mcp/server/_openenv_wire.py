@@ -29,12 +29,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMS",
+    "MODELS",
     "STATE_SCHEMA",
     "BadBody",
     "action_of",
     "dumps",
     "error_code",
     "error_response",
+    "form_of",
     "json_response",
     "observation_of",
     "observation_schema",
@@ -46,6 +48,9 @@ __all__ = [
 
 #: The forms an OpenEnv client may ask observations in (``reset(frames=...)``).
 FORMS = ("list", "raw", "zstd", "png")
+#: The form of an env's namesake among OpenEnv's (its own models), where it has one and
+#: no ``frames`` is asked: :mod:`openenv_mcp.openenv_models`.
+MODELS = "models"
 STATE_SCHEMA = {
     "type": "object",
     "properties": {
@@ -133,8 +138,12 @@ def error_code(exc: OpenEnvError) -> str:
     return "EXECUTION_ERROR"
 
 
-def split_reset(data: dict[str, Any]) -> tuple[int | None, str, dict[str, Any]]:
-    """OpenEnv's reset keyword arguments: the seed, the observation form, the env's options.
+def split_reset(
+    data: dict[str, Any], default: str = "list"
+) -> tuple[int | None, str, dict[str, Any]]:
+    """OpenEnv's reset keyword arguments: the seed, the observation form (``frames``, else
+    ``default``: :data:`MODELS` where the env has a namesake among OpenEnv's), the env's
+    options.
 
     ``episode_id`` (OpenEnv's label for an episode) is dropped: episodes here are
     named by the server.
@@ -146,10 +155,17 @@ def split_reset(data: dict[str, Any]) -> tuple[int | None, str, dict[str, Any]]:
     seed = data.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ArgumentError(f"seed must be a non-negative integer, got {seed!r}")
-    form = data.get("frames", "list")
+    return seed, form_of(data, default), options
+
+
+def form_of(data: Any, default: str) -> str:
+    """The observation form a request asks (its ``frames``), else ``default``."""
+    if not isinstance(data, dict) or "frames" not in data:
+        return default
+    form = data["frames"]
     if form not in FORMS:
         raise ArgumentError(f"frames must be one of {', '.join(FORMS)}, got {form!r}")
-    return seed, str(form), options
+    return str(form)
 
 
 def action_of(data: Any) -> Any:

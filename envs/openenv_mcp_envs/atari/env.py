@@ -21,6 +21,7 @@ from openenv_mcp.errors import ArgumentError, UnsupportedOption
 from openenv_mcp_envs.atari._emulator import AtariConfig, AtariEmulator, AtariSnapshot, list_games
 from openenv_mcp_envs.atari._games import GAMES, Game
 from openenv_mcp_envs.atari._narration import AtariNarration
+from openenv_mcp_envs.atari._openenv import AtariModels
 from openenv_mcp_envs.atari._preprocess import Preprocessing, PreprocessingSnapshot
 
 #: What a client may ask for beside the observation (``extras``): what ALE wrappers read.
@@ -93,6 +94,7 @@ class AtariEnv(Environment[AtariConfig]):
     # each live episode 0.76 MiB (bench --live-episodes).
     serving = Serving(inline=True, resources=Resources(cpu=1.0, memory_mib=512, episodes=512))
     narration = AtariNarration
+    openenv_models = AtariModels
     extra_names = EXTRAS
 
     def __init__(self, config: AtariConfig) -> None:

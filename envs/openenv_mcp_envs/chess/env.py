@@ -43,6 +43,7 @@ from openenv_mcp_envs.chess._engine import (
     find_stockfish,
 )
 from openenv_mcp_envs.chess._narration import ChessNarration
+from openenv_mcp_envs.chess._openenv import ChessModels
 from openenv_mcp_envs.chess._render import diagram, draw_board
 
 __all__ = ["MAX_ACTION", "ChessConfig", "ChessEnv", "ChessSnapshot"]
@@ -153,6 +154,9 @@ class ChessInfo(BaseModel):
     moves_left: int = Field(description="Steps before the episode is truncated.")
     check: bool = Field(description="The side to move is in check.")
     result: str = Field(description="'*' while playing, else '1-0', '0-1' or '1/2-1/2'.")
+    history: list[str] = Field(
+        default=[], description="Every move from the start, both sides', in UCI (state only)."
+    )
     termination: str = Field(
         description="How the game ended ('' while playing): checkmate, stalemate, "
         "insufficient_material, threefold_repetition, fifty_moves, "
@@ -217,6 +221,7 @@ class ChessEnv(Environment[ChessConfig]):
         resources=Resources(cpu=1.0, memory_mib=1024, episodes=32),
     )
     narration = ChessNarration
+    openenv_models = ChessModels
     render_mode = "rgb_array"
 
     def __init__(self, config: ChessConfig) -> None:
@@ -603,7 +608,8 @@ class ChessEnv(Environment[ChessConfig]):
         return f"{head}.\n{diagram(board)}\nFEN {board.fen()}"
 
     def state(self) -> dict[str, Any]:
-        return self._status(self._board, self._outcome())
+        history = [m.uci() for m in self._board.move_stack]
+        return {**self._status(self._board, self._outcome()), "history": history}
 
     def render(self) -> np.ndarray:
         return draw_board(self._board, self._perspective)

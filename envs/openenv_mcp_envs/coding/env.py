@@ -32,6 +32,7 @@ from openenv_mcp_envs.coding._files import (
     write_file,
 )
 from openenv_mcp_envs.coding._narration import ACTION_TEXT, CodingNarration
+from openenv_mcp_envs.coding._openenv import CodingModels
 from openenv_mcp_envs.coding._sandbox import INSIDE_DIR, UNSAFE, Limits, RunResult, Sandbox
 from openenv_mcp_envs.coding._tasks import (
     MAX_TESTS,
@@ -228,6 +229,7 @@ class CodingEnv(Environment[CodingConfig]):
         resources=Resources(cpu=1.0, memory_mib=1024, episodes=16, episode_timeout_s=1800.0),
     )
     narration = CodingNarration
+    openenv_models = CodingModels
 
     def __init__(self, config: CodingConfig) -> None:
         super().__init__(config)

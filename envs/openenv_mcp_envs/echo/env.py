@@ -17,6 +17,7 @@ from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, St
 from openenv_mcp.errors import InvalidAction
 from openenv_mcp.narration import Narration
 from openenv_mcp.spaces import AnyText
+from openenv_mcp_envs.echo._openenv import EchoModels
 
 MAX_MESSAGE = 4096
 FRAME_SHAPE = (16, 16, 3)
@@ -72,6 +73,7 @@ class EchoEnv(Environment[EchoConfig]):
     # Microseconds of CPU per call, never blocks: no thread needed.
     serving = Serving(inline=True, resources=Resources(cpu=0.25, memory_mib=256, episodes=1024))
     narration = EchoNarration
+    openenv_models = EchoModels
 
     def __init__(self, config: EchoConfig) -> None:
         super().__init__(config)

@@ -42,6 +42,7 @@ from openenv_mcp.spaces import AnyText, NamedDiscrete
 from openenv_mcp_envs.openspiel import _bots
 from openenv_mcp_envs.openspiel._games import list_games, load, parse_params, unsupported_games
 from openenv_mcp_envs.openspiel._narration import OpenSpielNarration, listing, short_name
+from openenv_mcp_envs.openspiel._openenv import OpenSpielModels
 
 __all__ = ["OpenSpielConfig", "OpenSpielEnv"]
 
@@ -227,6 +228,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         resources=Resources(cpu=1.0, memory_mib=512, episodes=256),
     )
     narration = OpenSpielNarration
+    openenv_models = OpenSpielModels
 
     def __init__(self, config: OpenSpielConfig) -> None:
         super().__init__(config)
