@@ -14,8 +14,9 @@ hits all of them (medians over repeats; resets are not timed):
 * OpenEnv's ``GenericEnvClient`` on OpenEnv's echo, and MCP (``MCPEnvClient`` over
   stdio) on ``serve openenv --url`` mounted on the same server;
 * the same two on the Atari server, every observation decoded to its array;
-* ``GenericEnvClient`` on our Atari over ``--openenv``: frames as OpenEnv sends them
-  (a flat list of numbers with its shape), and as zstd arrays (``frames="zstd"``).
+* ``GenericEnvClient`` on our Atari over ``--openenv``: as OpenEnv's Atari server
+  answers (its models: the same payloads, the screen a flat list of numbers with its
+  shape), and in our own form with zstd arrays (``frames="zstd"``).
 """
 
 from __future__ import annotations
@@ -250,8 +251,10 @@ async def _bench(steps: int, repeats: int, warmup: int, progress: Progress) -> O
             "atari: MCP (stdio) via serve openenv --url, same server": lambda: _mcp_side(
                 atari_mcp, atari_steps, warmup, press, _screen
             ),
-            "atari: GenericEnvClient on our atari --openenv (flat lists)": lambda: _openenv_side(
-                client_cls, ours_base, atari_steps, warmup, ours_press, _ours, {"seed": 0}
+            "atari: GenericEnvClient on our atari --openenv (OpenEnv's Atari models)": lambda: (
+                _openenv_side(
+                    client_cls, ours_base, atari_steps, warmup, press, _screen, {"seed": 0}
+                )
             ),
             "atari: GenericEnvClient on our atari --openenv (frames=zstd)": lambda: _openenv_side(
                 client_cls,

@@ -62,7 +62,7 @@ class Namesake:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'action'}: {e['msg']}" for e in exc.errors()
             )
-            fields = ", ".join(model.model_fields)
+            fields = ", ".join(f for f in model.model_fields if f != "metadata")
             raise ArgumentError(
                 f"expected {name} ({fields}), got {str(data)[:120]}: {problems}"
             ) from None

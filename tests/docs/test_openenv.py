@@ -14,7 +14,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from tests.openenv_procs import BIN, openenv_server
-from tests.servers import ROOT, http_server
+from tests.servers import ROOT, http_server, with_pythonpath
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -61,8 +61,12 @@ def test_drive_ours_with_your_client_then_validate(tmp_path: Path) -> None:
         port = url.split(":")[2].split("/")[0]
         script = tmp_path / "drive.py"
         script.write_text(python.replace("8765", port))
-        ran = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+        ran = subprocess.run(  # OpenEnv's atari_env importable, as its repository installs it
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=with_pythonpath(ROOT / "tests" / "openenv_packages"),
         )
         assert ran.returncode == 0, ran.stderr
         assert ran.stdout.startswith("(210, 160, 3) 0.0 False"), ran.stdout

@@ -73,9 +73,10 @@ def test_openenv_validate_passes_and_its_client_plays(env: str) -> None:
             report = json.loads(proc.stdout)
         else:  # what the command runs, without its start-up each time
             report = validate_running_environment(base, timeout_s=30)
-        # ... and OpenEnv's client plays it, unchanged
+        # ... and OpenEnv's client plays it, unchanged, in our own form (frames=): the
+        # namesakes of OpenEnv's envs speak their models otherwise (test_openenv_typed_clients)
         with GenericEnvClient(base_url=base, message_timeout_s=120).sync() as client:
-            result = client.reset(seed=0)
+            result = client.reset(seed=0, frames="list")
             assert result.observation["episode_id"].startswith("ep_")
             if env in FIRST_ACTION:
                 result = client.step({"action": FIRST_ACTION[env]})
@@ -129,16 +130,17 @@ def test_a_typed_env_client_in_sync_mode(echo_base: str) -> None:
 
 
 async def test_atari_frames_decode_as_openenv_sends_them_and_seeds_replay(atari_base: str) -> None:
+    """As OpenEnv's Atari server sends them (the default), and as asked (frames=)."""
     runs = []
     for _ in range(2):
         async with GenericEnvClient(base_url=atari_base) as env:
-            reset = await env.reset(seed=3)
-            assert reset.observation["legal_actions"][:2] == ["NOOP", "FIRE"]
+            reset = await env.reset(seed=3)  # OpenEnv's Atari models: ids, a flat screen
+            assert reset.observation["legal_actions"] == [0, 1, 2, 3, 4, 5]
             frames = []
             for i in range(20):
-                obs = (await env.step({"action": i % 6})).observation
-                frame = np.asarray(obs["observation"], dtype=np.uint8)
-                frames.append(frame.reshape(obs["observation_shape"]))
+                obs = (await env.step({"action_id": i % 6})).observation
+                frame = np.asarray(obs["screen"], dtype=np.uint8)
+                frames.append(frame.reshape(obs["screen_shape"]))
             runs.append(np.stack(frames))
     assert runs[0].shape == (20, 210, 160, 3)
     assert np.array_equal(runs[0], runs[1])  # seeds take effect: the same game twice

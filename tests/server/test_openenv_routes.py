@@ -105,12 +105,60 @@ async def test_atari_frames_go_flat_with_their_shape() -> None:
     server = build_server("atari", game="pong")
     try:
         async with client(openenv_app(server)) as http:
-            obs = (await http.post("/openenv/reset", json={"seed": 0})).json()["observation"]
+            body = {"seed": 0, "frames": "list"}  # our own form, asked
+            obs = (await http.post("/openenv/reset", json=body)).json()["observation"]
             assert obs["observation_shape"] == [210, 160, 3]
             assert len(obs["observation"]) == 210 * 160 * 3
             assert obs["legal_actions"][:2] == ["NOOP", "FIRE"]
             png = (await http.post("/openenv/reset", json={"frames": "png"})).json()
             assert png["observation"]["frame"].startswith("data:image/png;base64,")
+    finally:
+        await get_app(server).aclose()
+
+
+async def test_a_namesake_of_openenvs_envs_speaks_its_models_over_http() -> None:
+    """``serve atari --openenv`` answers as OpenEnv's Atari server, field for field (the
+    typed clients themselves: tests/server/test_openenv_typed_clients.py), and says what
+    it expected of a payload that is not OpenEnv's ``AtariAction``."""
+    server = build_server("atari", game="pong")
+    try:
+        async with client(openenv_app(server)) as http:
+            reset = (await http.post("/openenv/reset", json={"seed": 0})).json()
+            assert set(reset) == {"observation", "reward", "done", "episode_id"}
+            obs = reset["observation"]
+            assert set(obs) == {
+                "screen",
+                "screen_shape",
+                "legal_actions",
+                "lives",
+                "episode_frame_number",
+                "frame_number",
+            }
+            assert obs["screen_shape"] == [210, 160, 3] and len(obs["screen"]) == 210 * 160 * 3
+            assert obs["legal_actions"] == [0, 1, 2, 3, 4, 5] and reset["reward"] == 0.0
+            episode = reset["episode_id"]
+            step = {"episode_id": episode, "action": {"action_id": 1, "game_name": "pong"}}
+            stepped = (await http.post("/openenv/step", json=step)).json()
+            assert stepped["observation"]["frame_number"] == 4 and stepped["done"] is False
+            for action, said in [
+                (1, "expected atari_env's AtariAction as an object, got int"),
+                ({"action": 1}, "action_id: Field required"),
+                ({"action_id": "FIRE"}, "action_id: Input should be a valid integer"),
+                ({"action_id": 1, "volume": 3}, "volume: Extra inputs are not permitted"),
+                ({"action_id": 6}, "action_id must be a legal action, 0..5"),
+            ]:
+                bad = {"episode_id": episode, "action": action}
+                refused = await http.post("/openenv/step", json=bad)
+                assert refused.status_code == 422, refused.text
+                assert said in refused.json()["detail"], refused.json()
+                if isinstance(action, dict) and "action_id must" not in said:
+                    assert "atari_env's AtariAction (action_id, " in refused.json()["detail"]
+            state = (await http.get("/openenv/state", params={"episode_id": episode})).json()
+            assert state["step_count"] == 1 and state["game_name"] == "pong"
+            assert state["frameskip"] == 4 and state["episode_id"] == episode
+            schema = (await http.get("/openenv/schema")).json()
+            assert schema["action"]["title"] == "AtariAction"
+            assert schema["observation"]["required"] == ["screen", "screen_shape", "legal_actions"]
     finally:
         await get_app(server).aclose()
 
