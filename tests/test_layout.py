@@ -26,6 +26,7 @@ ELSEWHERE: dict[str, list[str]] = {
     "testing.py": ["authoring/test_testing.py"],
     "environment.py": ["authoring/test_testing.py", "pipeline/test_mask.py"],
     "narration.py": ["pipeline/test_narrator.py", "server/test_profile.py"],
+    "openenv_models.py": ["server/test_openenv_typed_clients.py", "server/test_openenv_routes.py"],
     "options.py": ["test_cli.py", "envs/test_gymnasium.py"],
     "portability.py": ["server/test_catalog.py"],
     "registry.py": ["test_cli.py", "authoring/test_authoring.py"],
@@ -57,6 +58,10 @@ ELSEWHERE: dict[str, list[str]] = {
     "server/_handlers.py": ["server/test_protocol.py", "server/test_fuzz.py"],
     "server/_logs.py": ["server/test_secrets.py"],
     "server/_openenv_wire.py": ["server/test_openenv_routes.py"],
+    "server/_openenv_namesake.py": [
+        "server/test_openenv_typed_clients.py",
+        "server/test_openenv_routes.py",
+    ],
     "server/_results.py": ["test_errors.py", "server/test_catalog.py"],
     "server/_runtime.py": ["pipeline/test_ops.py", "server/test_faults.py"],
     "server/_settings.py": ["test_cli.py"],
