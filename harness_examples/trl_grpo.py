@@ -43,10 +43,17 @@ SERVER = "openenv-mcp serve gymnasium --id Blackjack-v1 --no-render --log-level 
 PROMPT = "Play one hand of blackjack: call hit() to take another card, or stick() to stop."
 #: What TRL logs at each step: tool calls per rollout, and the environment's mean reward.
 CALLED, REWARD = "tools/call_frequency", "rewards/Blackjack/mean"
-CALLS = {
-    action: f'<tool_call>\n{{"name": "{action}", "arguments": {{}}}}\n</tool_call><|im_end|>'
-    for action in ("stick", "hit")
-}
+
+
+def tool_calls(actions: tuple[str, ...]) -> dict[str, str]:
+    """The text of a call of each no-argument tool, as the tiny model's template writes it."""
+    return {
+        a: f'<tool_call>\n{{"name": "{a}", "arguments": {{}}}}\n</tool_call><|im_end|>'
+        for a in actions
+    }
+
+
+CALLS = tool_calls(("stick", "hit"))
 
 
 @dataclass
@@ -169,12 +176,14 @@ def prompt_ids(trainer: Any, env_class: type[Any], seed: int) -> list[int]:
     return list(trainer.processing_class(rendered, add_special_tokens=False)["input_ids"])
 
 
-def call_logprobs(model: Any, tokenizer: Any, prompts: list[list[int]]) -> dict[str, Any]:
-    """Log-probability of each tool call after each prompt: ``{action: tensor}``, one
-    value per prompt, from one batched forward pass (right-padded)."""
+def call_logprobs(
+    model: Any, tokenizer: Any, prompts: list[list[int]], calls: dict[str, str] = CALLS
+) -> dict[str, Any]:
+    """Log-probability of each tool call (``calls``) after each prompt: ``{action:
+    tensor}``, one value per prompt, from one batched forward pass (right-padded)."""
     import torch
 
-    targets = {a: tokenizer(c, add_special_tokens=False)["input_ids"] for a, c in CALLS.items()}
+    targets = {a: tokenizer(c, add_special_tokens=False)["input_ids"] for a, c in calls.items()}
     rows = [(a, p, t) for a, t in targets.items() for p in prompts]
     width = max(len(p) + len(t) for _, p, t in rows)
     ids = torch.full((len(rows), width), tokenizer.pad_token_id)
@@ -191,18 +200,24 @@ def call_logprobs(model: Any, tokenizer: Any, prompts: list[list[int]]) -> dict[
 
 
 def show_tool_calls(
-    model: Any, tokenizer: Any, prompts: list[list[int]], *, until: float = 0.4, most: int = 200
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    *,
+    calls: dict[str, str] = CALLS,
+    until: float = 0.4,
+    most: int = 200,
 ) -> int:
-    """Supervised steps on both tool calls, half each, until the model writes each
-    whole call with probability ``until`` (or ``most`` steps): what a tool call looks
-    like. Returns the steps taken."""
+    """Supervised steps on the tool calls (``calls``), in equal shares, until the model
+    writes each whole call with probability ``until`` (or ``most`` steps): what a tool
+    call looks like. Returns the steps taken."""
     import torch
 
-    length = len(tokenizer(CALLS["stick"], add_special_tokens=False)["input_ids"])
+    length = max(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in calls.values())
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
     model.train()
     for step in range(most):
-        logps = call_logprobs(model, tokenizer, prompts)
+        logps = call_logprobs(model, tokenizer, prompts, calls)
         if min(float(logp.detach().exp().min()) for logp in logps.values()) >= until:
             return step
         loss = -sum(logp.mean() for logp in logps.values()) / (len(logps) * length)

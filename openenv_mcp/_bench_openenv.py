@@ -251,10 +251,8 @@ async def _bench(steps: int, repeats: int, warmup: int, progress: Progress) -> O
             "atari: MCP (stdio) via serve openenv --url, same server": lambda: _mcp_side(
                 atari_mcp, atari_steps, warmup, press, _screen
             ),
-            "atari: GenericEnvClient on our atari --openenv (Atari models)": lambda: (
-                _openenv_side(
-                    client_cls, ours_base, atari_steps, warmup, press, _screen, {"seed": 0}
-                )
+            "atari: GenericEnvClient on our atari --openenv (Atari models)": lambda: _openenv_side(
+                client_cls, ours_base, atari_steps, warmup, press, _screen, {"seed": 0}
             ),
             "atari: GenericEnvClient on our atari --openenv (frames=zstd)": lambda: _openenv_side(
                 client_cls,

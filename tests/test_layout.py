@@ -58,10 +58,6 @@ ELSEWHERE: dict[str, list[str]] = {
     "server/_handlers.py": ["server/test_protocol.py", "server/test_fuzz.py"],
     "server/_logs.py": ["server/test_secrets.py"],
     "server/_openenv_wire.py": ["server/test_openenv_routes.py"],
-    "server/_openenv_namesake.py": [
-        "server/test_openenv_typed_clients.py",
-        "server/test_openenv_routes.py",
-    ],
     "server/_results.py": ["test_errors.py", "server/test_catalog.py"],
     "server/_runtime.py": ["pipeline/test_ops.py", "server/test_faults.py"],
     "server/_settings.py": ["test_cli.py"],

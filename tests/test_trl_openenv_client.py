@@ -175,21 +175,9 @@ def prompt_ids(seed):
 
 
 # A model this small never writes a tool call by chance: first show it each one.
-trl_grpo.CALLS = {
-    a: f'<tool_call>\\n{{"name": "{a}", "arguments": {{}}}}\\n</tool_call><|im_end|>'
-    for a in ACTIONS
-}
 prompts = [prompt_ids(s) for s in seeds]
-optimizer = torch.optim.Adam(trainer.model.parameters(), lr=5e-3)
-trainer.model.train()
-for shown in range(200):
-    logps = trl_grpo.call_logprobs(trainer.model, tokenizer, prompts)
-    if min(float(lp.detach().exp().min()) for lp in logps.values()) >= 0.2:
-        break
-    loss = -sum(lp.mean() for lp in logps.values()) / len(logps)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
+calls = trl_grpo.tool_calls(ACTIONS)
+shown = trl_grpo.show_tool_calls(trainer.model, tokenizer, prompts, calls=calls, until=0.2)
 
 before = CatchEnv.steps
 start = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}

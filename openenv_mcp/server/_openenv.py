@@ -486,9 +486,13 @@ class _Session:
         if missing:
             return _no_step(tool_error(name, "invalid_args", f"{name} needs {', '.join(missing)}"))
         episodes = self.routes.episodes
-        if self.episode_id is None:
-            self.episode_id = (await episodes.reset(None, None, None, self.form))["episode_id"]
-        view = decoded(await episodes.step(self.episode_id, tool.action(arguments), "raw"))
+        try:
+            if self.episode_id is None:
+                self.episode_id = (await episodes.reset(None, None, None, self.form))["episode_id"]
+            view = decoded(await episodes.step(self.episode_id, tool.action(arguments), "raw"))
+        except OpenEnvError as exc:  # the tool's failure, told as OpenEnv's tools tell it
+            kind = "invalid_args" if isinstance(exc, ArgumentError) else "execution_error"
+            return _no_step(tool_error(name, kind, error_text(exc)))
         return {
             "observation": tool_result(name, tool.result(view)),
             "reward": view.get("reward"),
