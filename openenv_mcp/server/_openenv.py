@@ -24,6 +24,12 @@ twice as fast as nested rows, and makes no list per row for the client's
 garbage collector. A client that can do better asks at reset: ``frames="zstd"``
 or ``"raw"`` (our compact arrays), or ``"png"`` (a ``data:`` URL in ``frame``).
 
+Where the served env is the namesake of one of OpenEnv's (it sets ``openenv_models``:
+atari, chess, coding, openspiel), a session speaks that env's models exactly unless its
+reset asks ``frames`` (:mod:`._openenv_namesake`), so OpenEnv's typed clients run
+unchanged; ``list_tools``/``call_tool`` steps (OpenEnv's ``MCPToolClient``) are answered
+in either form, with OpenEnv's echo tools on our echo.
+
 Every episode operation goes through :class:`Episodes`, the one narrow use of
 the server's handlers here. HTTP routes sit behind the server's Host/Origin
 guard and token like ``/mcp``, and the socket's handshake meets the same rules in
@@ -60,6 +66,7 @@ from openenv_mcp.server._openenv_namesake import (
     TOOL_CALLS,
     Namesake,
     decoded,
+    done,
     tool_error,
     tool_result,
 )
@@ -227,31 +234,13 @@ class OpenEnvRoutes:
         schemas = self._schemas()
         return wire.json_response(wire.openapi(self.app, schemas["action"], schemas["observation"]))
 
-    # -- one form or the other: the namesake's models, or ours --------------------------
-
-    def observe(self, view: dict[str, Any], form: str) -> dict[str, Any]:
+    def speaker(self, form: str) -> Namesake | _Ours:
+        """Who writes a session's actions, observations and states in ``form``: the
+        namesake's models, or our own form."""
         if form == wire.MODELS:
             assert self.namesake is not None
-            return self.namesake.observation(view)
-        return wire.observation_of(view, form, self.array_obs)
-
-    def action(self, data: Any, form: str) -> Any:
-        if form == wire.MODELS:
-            assert self.namesake is not None
-            return self.namesake.action(data)
-        return wire.action_of(data)
-
-    def state_of(self, view: dict[str, Any] | None, form: str) -> dict[str, Any]:
-        if form == wire.MODELS:
-            assert self.namesake is not None
-            return self.namesake.state(view)
-        return wire.state_of(view)
-
-    def options(self, options: dict[str, Any], form: str) -> dict[str, Any]:
-        if form == wire.MODELS:
-            assert self.namesake is not None
-            return self.namesake.reset_options(options)
-        return options
+            return self.namesake
+        return _Ours(form, self.array_obs)
 
     async def _body(self, request: Request) -> dict[str, Any]:
         raw = await request.body()
@@ -269,11 +258,12 @@ class OpenEnvRoutes:
         try:
             body = await self._body(request)
             seed, form, options = wire.split_reset(body, self.default_form)
-            options = self.options(options, form)
+            speaker = self.speaker(form)
+            options = speaker.reset_options(options)
             view = await self.episodes.reset(None, seed, options, form, reclaimable=True)
         except OpenEnvError as exc:
             return wire.error_response(exc)
-        answer = self.observe(view, form)
+        answer = speaker.observation(view)
         if form == wire.MODELS:  # the models have no place for it: beside them
             answer["episode_id"] = view["episode_id"]
         return wire.json_response(answer)
@@ -288,19 +278,18 @@ class OpenEnvRoutes:
                     "observation), or use the /ws session, which keeps its own"
                 )
             form = wire.form_of(body, self.default_form)
-            action = self.action(body.get("action"), form)
-            view = await self.episodes.step(episode_id, action, form)
+            speaker = self.speaker(form)
+            view = await self.episodes.step(episode_id, speaker.action(body.get("action")), form)
         except OpenEnvError as exc:
             return wire.error_response(exc)
-        return wire.json_response(self.observe(view, form))
+        return wire.json_response(speaker.observation(view))
 
     async def state(self, request: Request) -> Response:
         episode_id = request.query_params.get("episode_id")
         try:
-            form = wire.form_of(dict(request.query_params), self.default_form)
-            if episode_id is None:
-                return wire.json_response(self.state_of(None, form))
-            return wire.json_response(self.state_of(await self.episodes.state(episode_id), form))
+            speaker = self.speaker(wire.form_of(dict(request.query_params), self.default_form))
+            view = None if episode_id is None else await self.episodes.state(episode_id)
+            return wire.json_response(speaker.state(view))
         except OpenEnvError as exc:
             return wire.error_response(exc)
 
@@ -377,6 +366,7 @@ class _Session:
         self.websocket = websocket
         self.episode_id: str | None = None
         self.form = routes.default_form
+        self.speaker = routes.speaker(self.form)
 
     async def run(self) -> None:
         while True:
@@ -402,29 +392,25 @@ class _Session:
             if not isinstance(data, dict):
                 raise ArgumentError("reset's data must be an object of keyword arguments")
             seed, form, options = wire.split_reset(data, self.routes.default_form)
-            options = self.routes.options(options, form)
-            view = await episodes.reset(self.episode_id, seed, options, form)
-            self.episode_id, self.form = view["episode_id"], form
-            return {"type": "observation", "data": self._observe(view)}
+            speaker = self.routes.speaker(form)
+            view = await episodes.reset(self.episode_id, seed, speaker.reset_options(options), form)
+            self.episode_id, self.form, self.speaker = view["episode_id"], form, speaker
+            return {"type": "observation", "data": speaker.observation(view)}
         if kind == "step":
             if isinstance(data, dict) and data.get("type") in TOOL_CALLS:
                 return {"type": "observation", "data": await self._tool_call(data)}
             if self.episode_id is None:
                 raise ResetNeeded("step before reset: send a reset message first")
-            action = self.routes.action(data, self.form)
-            view = await episodes.step(self.episode_id, action, self.form)
-            return {"type": "observation", "data": self._observe(view)}
+            view = await episodes.step(self.episode_id, self.speaker.action(data), self.form)
+            return {"type": "observation", "data": self.speaker.observation(view)}
         if kind == "state":
             state = None if self.episode_id is None else await episodes.state(self.episode_id)
-            return {"type": "state", "data": self.routes.state_of(state, self.form)}
+            return {"type": "state", "data": self.speaker.state(state)}
         if kind == "mcp":
             raise ArgumentError(
                 "MCP over this socket is not served: use the standard MCP endpoint, /mcp"
             )
         raise ArgumentError(f"Unknown message type: {kind!r} (reset, step, state, close)")
-
-    def _observe(self, view: dict[str, Any]) -> dict[str, Any]:
-        return self.routes.observe(view, self.form)
 
     async def _tool_call(self, data: dict[str, Any]) -> dict[str, Any]:
         """OpenEnv's MCP actions: the namesake's tools where it has them (each one step of
@@ -434,26 +420,20 @@ class _Session:
         tools = namesake.tools if namesake is not None and namesake.tools else None
         if data["type"] == "list_tools":
             listed = (
-                [
-                    {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                    for t in tools.values()
-                ]
+                [(t.name, t.description, t.input_schema) for t in tools.values()]
                 if tools is not None
-                else [
-                    {
-                        "name": t.name,
-                        "description": t.description or "",
-                        "input_schema": t.parameters,
-                    }
-                    for t in self.routes.app.tools
-                ]
+                else [(t.name, t.description or "", t.parameters) for t in self.routes.app.tools]
             )
-            return {"observation": {"tools": listed}, "reward": None, "done": False}
+            names = ("name", "description", "input_schema")
+            return _no_step({"tools": [dict(zip(names, t, strict=True)) for t in listed]})
         name, arguments = str(data.get("tool_name", "")), data.get("arguments") or {}
         if not isinstance(arguments, dict):
             return _no_step(tool_error(name, "invalid_args", "arguments must be an object"))
         if tools is not None:
             return await self._namesake_tool(tools, name, arguments)
+        return await self._our_tool(name, arguments)
+
+    async def _our_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         ours = {t.name: t for t in self.routes.app.tools}
         tool = ours.get(name)
         if tool is None:
@@ -471,7 +451,7 @@ class _Session:
             return _no_step(tool_error(name, "execution_error", message))
         structured = reply.structured or {}
         if name == "reset" and isinstance(structured.get("episode_id"), str):
-            self.episode_id = structured["episode_id"]
+            self.episode_id = structured["episode_id"]  # the socket's episode from now on
         observation = tool_result(name, structured, structured, reply.content)
         return {"observation": observation, "reward": structured.get("reward"), "done": False}
 
@@ -496,7 +476,7 @@ class _Session:
         return {
             "observation": tool_result(name, tool.result(view)),
             "reward": view.get("reward"),
-            "done": bool(view.get("terminated") or view.get("truncated")),
+            "done": done(view),
         }
 
     async def _send_error(self, message: str, code: str) -> None:
@@ -511,6 +491,27 @@ class _Session:
 
 def _no_step(observation: dict[str, Any]) -> dict[str, Any]:
     return {"observation": observation, "reward": None, "done": False}
+
+
+@dataclass(frozen=True)
+class _Ours:
+    """Our own form (any env, or one asked with ``frames``): the action as the value under
+    ``action``, observations and states as the server's views."""
+
+    form: str
+    array_obs: bool
+
+    def action(self, data: Any) -> Any:
+        return wire.action_of(data)
+
+    def observation(self, view: dict[str, Any]) -> dict[str, Any]:
+        return wire.observation_of(view, self.form, self.array_obs)
+
+    def state(self, view: dict[str, Any] | None) -> dict[str, Any]:
+        return wire.state_of(view)
+
+    def reset_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return options
 
 
 def mount_openenv(server: FastMCP, app: EnvApp) -> None:

@@ -10,6 +10,7 @@ model, observations and states written as its models' fields. MCP tool calls (Op
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,7 +19,7 @@ from openenv_mcp.codecs import decode_raw, is_raw
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.openenv_models import OpenEnvModels, OpenEnvTool
 
-__all__ = ["TOOL_CALLS", "Namesake", "decoded", "tool_error", "tool_result"]
+__all__ = ["TOOL_CALLS", "Namesake", "decoded", "done", "tool_error", "tool_result"]
 
 #: The ``type`` of an action that is an MCP tool call (OpenEnv's MCP actions).
 TOOL_CALLS = ("list_tools", "call_tool")
@@ -33,6 +34,7 @@ def decoded(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def done(view: dict[str, Any]) -> bool:
+    """Whether the episode ended (terminated or truncated)."""
     return bool(view.get("terminated") or view.get("truncated"))
 
 
@@ -103,7 +105,7 @@ def tool_result(
     """A ``call_tool`` observation, its result as FastMCP's ``CallToolResult`` dumps it
     (OpenEnv's client returns its ``data``)."""
     if content is None:
-        text = data if isinstance(data, str) else _json(data)
+        text = data if isinstance(data, str) else json.dumps(data, default=str)
         content = [{"type": "text", "text": text}]
     result = {
         "content": content,
@@ -121,9 +123,3 @@ def tool_error(name: str, kind: str, message: str) -> dict[str, Any]:
     """A ``call_tool`` observation that failed: ``kind`` one of OpenEnv's error types
     (``tool_not_found``, ``invalid_args``, ``execution_error``)."""
     return {"tool_name": name, "result": None, "error": {"error_type": kind, "message": message}}
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, default=str)
