@@ -2,15 +2,15 @@
 
 The CLI (typer, pydantic, the option models) and the server stack take well over
 a second to import. A command line that serves over stdio starts its prelude
-(:mod:`openenv_mcp.server._prelude`) before importing any of them, so a harness
+(:mod:`openenv_mcp.server.transports._prelude`) before importing any of them, so a harness
 gets its ``initialize`` answer while they load; with ``--episode-host`` it only
-relays to this user's episode host (:mod:`openenv_mcp.server._host`), which is
+relays to this user's episode host (:mod:`openenv_mcp.server.transports._host`), which is
 already up after the first start.
 
 A start that fails (the environment cannot be built, an option is wrong) is told to
 the client too, not only on stderr, which harnesses do not show: the prelude answers
 the handshake with the reason and the command that fixes it
-(:meth:`~openenv_mcp.server._prelude.Prelude.explain`).
+(:meth:`~openenv_mcp.server.transports._prelude.Prelude.explain`).
 
 Every Python process openenv-mcp starts runs
 :func:`openenv_mcp._interpreter.python_command`: nothing is imported from the directory
@@ -60,7 +60,7 @@ def main() -> None:
     argv = sys.argv[1:]
     if serves_stdio(argv) and "--episode-host" in argv and "--episode-host-socket" not in argv:
         # A thin front: it relays to this user's episode host, importing nothing heavy.
-        from openenv_mcp.server._host import relay
+        from openenv_mcp.server.transports._host import relay
 
         sys.exit(relay([arg for arg in argv[1:] if arg not in _FRONT_ONLY]))
     if not serves_stdio(argv):
@@ -68,7 +68,7 @@ def main() -> None:
 
         cli_main()
         return
-    from openenv_mcp.server._prelude import exit_status, start, why_not_started
+    from openenv_mcp.server.transports._prelude import exit_status, start, why_not_started
 
     prelude = start(argv[1:])
     env = argv[1] if len(argv) > 1 else ""

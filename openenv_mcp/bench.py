@@ -966,8 +966,8 @@ class StartupResult(_Report):
     harness starts it: the first start with nothing kept from an earlier one
     (``stdio_first_*``), then ``repeats`` starts of each kind of stop, which answer
     the handshake and the tool list from what the first start answered
-    (:mod:`openenv_mcp.server._prelude`). The ``host_*`` figures time ``serve ENV
-    --stdio --episode-host`` (:mod:`openenv_mcp.server._host`): its first start, with
+    (:mod:`openenv_mcp.server.transports._prelude`). The ``host_*`` figures time ``serve ENV
+    --stdio --episode-host`` (:mod:`openenv_mcp.server.transports._host`): its first start, with
     nothing kept and no episode host running (``host_first_*``), then ``repeats``
     starts with no host running (``host_cold_*``: the host starts while the front
     answers the handshake) and with one running (``host_warm_*``).
@@ -1090,8 +1090,8 @@ def _stdio_start(
     ``host_dir`` the server is ``--episode-host``'s front, its hosts in that directory."""
     import json
 
-    from openenv_mcp.server._answers import CACHE_ENV
-    from openenv_mcp.server._host import HOST_DIR_ENV
+    from openenv_mcp.server.transports._answers import CACHE_ENV
+    from openenv_mcp.server.transports._host import HOST_DIR_ENV
 
     extra = ["--episode-host"] if host_dir is not None else []
     command = _serve_command(config.env, "stdio", config.env_args, *extra)
@@ -1204,7 +1204,7 @@ async def _worker_start(
     env_cls: type[Environment[Any]], env_config: BaseModel
 ) -> tuple[float, float]:
     """Seconds from spawning a worker process to its ready, and to its first environment."""
-    from openenv_mcp.server._workers import WorkerRuntime
+    from openenv_mcp.server.episodes._workers import WorkerRuntime
 
     began = time.perf_counter()
     runtime = WorkerRuntime(env_cls, env_config, 1, call_timeout=120.0, start_timeout=120.0)

@@ -25,7 +25,7 @@ from openenv_mcp.errors import OpenEnvError, ServerDied
 from openenv_mcp.options import flag, make_config, parse_cli_options
 from openenv_mcp.registry import env_names, get_entry, get_env_class
 from openenv_mcp.server._settings import ServerSettings
-from openenv_mcp.server._token import ARGV_WARNING, TOKEN_ENV, read_token_file
+from openenv_mcp.server.transports._token import ARGV_WARNING, TOKEN_ENV, read_token_file
 from openenv_mcp.transports import TRANSPORTS, TransportName
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def serve(
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     if episode_host:
-        from openenv_mcp.server._host import relay
+        from openenv_mcp.server.transports._host import relay
 
         raise typer.Exit(relay([env, *ctx.args]))
     if not http and not _stdio_has_a_client(env):
@@ -224,7 +224,7 @@ def serve(
     # The server stack (FastMCP, the MCP SDK) loads only now, after the options are checked.
     from openenv_mcp.server import build_server
     from openenv_mcp.server import serve as run_server
-    from openenv_mcp.server._http import http_run_options
+    from openenv_mcp.server.transports._http import http_run_options
 
     try:
         if not ray:  # with ray the replicas build the servers; here, only check the options
@@ -235,7 +235,7 @@ def serve(
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
     if episode_host_socket is not None:
-        from openenv_mcp.server._host import serve_host
+        from openenv_mcp.server.transports._host import serve_host
 
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(serve_host, server, episode_host_socket)
@@ -324,7 +324,7 @@ def _transport_flags(
 def _stdio_has_a_client(env: str) -> bool:
     """Whether a stdio server has anyone to serve: not when stdin ended before any message
     (nothing to do: exit at once). On a terminal, say what it waits for."""
-    from openenv_mcp.server._prelude import current as current_prelude
+    from openenv_mcp.server.transports._prelude import current as current_prelude
 
     prelude = current_prelude()
     if prelude is not None and prelude.silent_eof:

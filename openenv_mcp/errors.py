@@ -2,7 +2,7 @@
 
 Every error a caller can cause or see is an :class:`OpenEnvError` subclass. The
 server turns them into MCP tool errors in one place
-(:func:`openenv_mcp.server._results.error_result`), prefixing the message with
+(:func:`openenv_mcp.server.tools._results.error_result`), prefixing the message with
 the class name (``"InvalidAction: ..."``); the client maps that name back to the
 same class (:func:`error_from_wire`), so a trainer catches exactly what the
 server raised.

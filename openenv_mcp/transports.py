@@ -4,8 +4,8 @@
 A server speaks stdio (one client: the process that started it) or Streamable HTTP
 (many clients, so calls name their episode); ``memory`` is a server object in this
 process (tests, notebooks), ``ray`` many HTTP replicas behind one URL. Each
-transport's code lives in its own file on each side (``server/_stdio.py``,
-``server/_http.py``, ``client/_transports/``); this table is what they share.
+transport's code lives in its own file on each side (``server/transports/_stdio.py``,
+``server/transports/_http.py``, ``client/_transports/``); this table is what they share.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ handshake instead, over stdin/stdout: instructions naming the set-up command, on
 (``setup_needed``) whose description and answer name it too, until stdin ends.
 
 The standard library only, and no package import (nothing is installed):
-``openenv_mcp/server/_unready.py`` is loaded from its file.
+``openenv_mcp/server/transports/_unready.py`` is loaded from its file.
 
     python3 -P scripts/not_set_up.py --reason "..." --fix "run /path/to/dev setup atari"
 """
@@ -17,7 +17,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-_MODULE = Path(__file__).resolve().parent.parent / "openenv_mcp" / "server" / "_unready.py"
+_MODULE = Path(__file__).resolve().parents[1] / "openenv_mcp/server/transports/_unready.py"
 
 
 def main() -> int:

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from openenv_mcp.server._host import HOST_DIR_ENV
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.figures import FIGURES_ENV
 
 #: OpenEnv's env packages vendored in ``tests/openenv_packages`` (its typed clients).

@@ -20,7 +20,7 @@ import sys
 import anyio
 import pytest
 
-from openenv_mcp.server._host import HOST_DIR_ENV
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.figures import record_figure
 from tests.servers import ROOT, episode_host_dir
 

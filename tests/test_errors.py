@@ -9,7 +9,7 @@ from openenv_mcp.errors import (
     UnknownEpisode,
     error_from_wire,
 )
-from openenv_mcp.server._results import MAX_ERROR_TEXT, error_result, error_text
+from openenv_mcp.server.tools._results import MAX_ERROR_TEXT, error_result, error_text
 
 
 def test_the_class_travels_in_meta_so_a_cut_message_keeps_it() -> None:

@@ -34,7 +34,7 @@ from fastmcp.client.transports import StdioTransport
 
 from openenv_mcp.data.recording import iter_recordings
 from openenv_mcp.server import build_server
-from openenv_mcp.server._host import HOST_DIR_ENV
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.harnesses.cli_runs import npm_cli
 from tests.servers import ROOT, episode_host_dir, free_port, http_server, stop
 from tests.test_independent_clients import node_tools  # noqa: F401  (a shared fixture)

@@ -20,7 +20,7 @@ import pytest
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessageTool, ContentImage
 
-from openenv_mcp.server._host import HOST_DIR_ENV
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.servers import CLI, ROOT, episode_host_dir, episode_hosts, http_server
 
 pytestmark = pytest.mark.integration
@@ -169,8 +169,8 @@ def test_basic_agent_without_the_host_is_told_what_happened(tmp_path: Path) -> N
     assert "made no episode since it started" in told and "--episode-host" in told
 
 
-#: The episode host keys callers to the harness run once server/_host.py sends the run
-#: (server/_harness.py's hello) from the front and serves each connection within it
+#: The episode host keys callers to the harness run once server/transports/_host.py sends the run
+#: (server/transports/_harness.py's hello) from the front and serves each connection within it
 #: (EpisodeTable.joined): until then each per-call process is a caller of its own.
 
 

@@ -1,4 +1,4 @@
-"""Every module's tests can be found from its name: ``openenv_mcp/server/_stdio.py``'s in
+"""Every module's tests can be found from its name: ``openenv_mcp/server/transports/_stdio.py``'s in
 ``tests/server/test_stdio.py``, and so on; where a module is tested elsewhere (a
 behaviour spanning several modules, a transport matrix), this index says where."""
 
@@ -13,7 +13,11 @@ ELSEWHERE: dict[str, list[str]] = {
     "_bench_openenv.py": ["test_openenv_bench.py"],
     "_handles.py": ["server/test_secrets.py"],
     "_interpreter.py": ["server/test_planted_cwd.py"],
-    "_launch.py": ["server/test_prelude.py", "server/test_host.py", "test_cli.py"],
+    "_launch.py": [
+        "server/transports/test_prelude.py",
+        "server/transports/test_host.py",
+        "test_cli.py",
+    ],
     "_lazy.py": ["test_public_api.py"],
     "_schemas.py": ["test_tool_calls_space.py"],
     "_version.py": ["test_public_api.py"],
@@ -25,10 +29,13 @@ ELSEWHERE: dict[str, list[str]] = {
     "recording.py": ["data/test_recording.py"],
     "testing.py": ["authoring/test_testing.py"],
     "environment.py": ["authoring/test_testing.py", "pipeline/test_mask.py"],
-    "narration.py": ["pipeline/test_narrator.py", "server/test_profile.py"],
-    "openenv_models.py": ["server/test_openenv_typed_clients.py", "server/test_openenv_routes.py"],
+    "narration.py": ["pipeline/test_narrator.py", "server/tools/test_profile.py"],
+    "openenv_models.py": [
+        "server/faces/test_openenv_typed_clients.py",
+        "server/faces/test_openenv_routes.py",
+    ],
     "options.py": ["test_cli.py", "envs/test_gymnasium.py"],
-    "portability.py": ["server/test_catalog.py"],
+    "portability.py": ["server/tools/test_catalog.py"],
     "registry.py": ["test_cli.py", "authoring/test_authoring.py"],
     "spec.py": ["test_public_api.py", "server/test_protocol.py", "envs/test_trading.py"],
     "transports.py": ["server/test_protocol.py", "test_bench.py"],
@@ -48,22 +55,22 @@ ELSEWHERE: dict[str, list[str]] = {
     "pipeline/base.py": ["pipeline/test_view.py", "pipeline/test_order.py"],
     "pipeline/core.py": ["pipeline/test_ops.py", "pipeline/test_order.py"],
     "pipeline/episode.py": ["pipeline/test_ops.py", "pipeline/test_recorder.py"],
-    "server/_answers.py": ["server/test_prelude.py"],
+    "server/transports/_answers.py": ["server/transports/test_prelude.py"],
     "server/_app.py": ["server/test_protocol.py"],
-    "server/_args.py": ["server/test_catalog.py", "server/test_fuzz.py"],
+    "server/tools/_args.py": ["server/tools/test_catalog.py", "server/test_fuzz.py"],
     "server/_build.py": ["server/test_protocol.py", "server/test_faults.py"],
-    "server/_direct.py": ["server/test_protocol.py"],
-    "server/_episodes.py": ["server/test_client_cap.py", "server/test_faults.py"],
-    "server/_feed.py": ["server/test_web.py"],
-    "server/_handlers.py": ["server/test_protocol.py", "server/test_fuzz.py"],
-    "server/_logs.py": ["server/test_secrets.py"],
-    "server/_openenv_wire.py": ["server/test_openenv_routes.py"],
-    "server/_results.py": ["test_errors.py", "server/test_catalog.py"],
-    "server/_runtime.py": ["pipeline/test_ops.py", "server/test_faults.py"],
+    "server/tools/_direct.py": ["server/test_protocol.py"],
+    "server/episodes/_episodes.py": ["server/test_client_cap.py", "server/test_faults.py"],
+    "server/faces/_feed.py": ["server/faces/test_web.py"],
+    "server/episodes/_handlers.py": ["server/test_protocol.py", "server/test_fuzz.py"],
+    "server/transports/_logs.py": ["server/test_secrets.py"],
+    "server/faces/_openenv_wire.py": ["server/faces/test_openenv_routes.py"],
+    "server/tools/_results.py": ["test_errors.py", "server/tools/test_catalog.py"],
+    "server/episodes/_runtime.py": ["pipeline/test_ops.py", "server/test_faults.py"],
     "server/_settings.py": ["test_cli.py"],
-    "server/_stdio.py": ["server/test_protocol.py", "server/test_fuzz.py"],
-    "server/_token.py": ["server/test_secrets.py"],
-    "server/_tools.py": ["server/test_catalog.py", "server/test_fuzz.py"],
+    "server/transports/_stdio.py": ["server/test_protocol.py", "server/test_fuzz.py"],
+    "server/transports/_token.py": ["server/test_secrets.py"],
+    "server/tools/_tools.py": ["server/tools/test_catalog.py", "server/test_fuzz.py"],
 }
 
 
@@ -77,7 +84,7 @@ def _modules() -> list[str]:
 
 
 def _own_test(module: str) -> Path:
-    """``server/_stdio.py`` -> ``tests/server/test_stdio.py``."""
+    """``server/transports/_stdio.py`` -> ``tests/server/test_stdio.py``."""
     path = Path(module)
     return ROOT / "tests" / path.parent / f"test_{path.stem.lstrip('_')}.py"
 

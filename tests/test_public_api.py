@@ -236,7 +236,7 @@ def test_the_client_is_at_the_top_level_too() -> None:
         "import openenv_mcp.client",
         "from openenv_mcp import MCPEnvClient, Environment",
         "from openenv_mcp.client import MCPEnvClient, MCPGymEnv, MCPVectorEnv",
-        "import openenv_mcp.server._workers",
+        "import openenv_mcp.server.episodes._workers",
         "import openenv_mcp.cli",
     ],
 )

@@ -24,8 +24,8 @@ from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.client._session import Session
 from openenv_mcp.errors import ArgumentError, EpisodeLost, UnknownEpisode
 from openenv_mcp.server import build_server, get_app
-from openenv_mcp.server._http import guarded_app
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server.transports._http import guarded_app
 from openenv_mcp.sharding import ROUTE_HEADER, route_shard, shard_of, with_shard
 from tests.servers import http_server
 

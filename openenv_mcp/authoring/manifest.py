@@ -127,8 +127,8 @@ def build_manifest(env_cls: type[Environment[Any]], config: BaseModel | None = N
             negative resource), each field named.
     """
     from openenv_mcp._version import __version__
-    from openenv_mcp.server._http import TOKEN_ENV
     from openenv_mcp.server._settings import ServerSettings
+    from openenv_mcp.server.transports._http import TOKEN_ENV
 
     config = config if config is not None else env_cls.Config()
     env = env_cls(config)

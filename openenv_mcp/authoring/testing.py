@@ -419,7 +419,7 @@ def _check_worker(checker: _Checker) -> None:
     import anyio.from_thread
 
     from openenv_mcp.pipeline import Reset, Step
-    from openenv_mcp.server._workers import WorkerRuntime
+    from openenv_mcp.server.episodes._workers import WorkerRuntime
 
     wire, expected = _reference(checker)
 

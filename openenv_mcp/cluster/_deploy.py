@@ -17,7 +17,7 @@ from ray import serve
 from ray.serve.config import RequestRouterConfig
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError
-from openenv_mcp.server._http import TOKEN_ENV
+from openenv_mcp.server.transports._http import TOKEN_ENV
 from openenv_mcp.sharding import ROUTE_HEADER, route_shard
 
 __all__ = ["DEFAULT_MAX_ONGOING", "Deployment", "build_app", "deploy", "replica_shards"]
@@ -68,7 +68,7 @@ class EnvServer:
         self.unrouted = 0
 
     def __serve_build_asgi_app__(self) -> Any:
-        from openenv_mcp.server._http import guarded_app, mount_health
+        from openenv_mcp.server.transports._http import guarded_app, mount_health
 
         mount_health(self.mcp_server, self.env_app)
         direct = None
@@ -254,7 +254,7 @@ def deploy(
         OpenEnvError: the replicas did not start within ``timeout`` seconds, or the
             cluster's proxy does not route on the shard header.
     """
-    from openenv_mcp.server._http import http_run_options
+    from openenv_mcp.server.transports._http import http_run_options
 
     http_run_options(host, auth_token, allowed_hosts=list(allowed_hosts))  # refuse unsafe binds
     application = _application(

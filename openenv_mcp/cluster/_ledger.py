@@ -39,7 +39,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from openenv_mcp.errors import ServerFull
-from openenv_mcp.server._episodes import Episode, EpisodeTable, current_client
+from openenv_mcp.server.episodes._episodes import Episode, EpisodeTable, current_client
 
 __all__ = ["LEDGER_NAME", "ClientLedger", "LedgerTable", "attach_ledger", "deployment_cap"]
 

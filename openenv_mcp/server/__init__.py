@@ -6,14 +6,13 @@ supports it), the environment's own tools, and one tool per named action;
 its static description is an MCP resource. :func:`serve` runs it over stdio or
 Streamable HTTP.
 
-The rooms, by boundary: ``_catalog`` (which tools a profile lists, with the
-env's schemas), ``_args`` (their argument models), ``_tools`` (a tool that
-validates its own arguments), ``_profile`` (what each profile does),
-``_handlers`` (what each tool does), ``_episodes`` (handles, locks, limits),
-``_runtime`` / ``_workers`` (where each episode's pipeline lives: inline,
-threads, worker processes; the pipeline itself is :mod:`openenv_mcp.pipeline`),
-``_direct`` (tool calls answered without FastMCP's stack), ``_stdio`` and
-``_http`` (each transport), ``_results`` (reply shapes), ``_settings``;
+The rooms, by concern: ``tools/`` (which tools a profile lists, their arguments, what
+each profile does, calls answered without FastMCP's stack, reply shapes), ``episodes/``
+(handles, locks and limits; what each tool does; where each episode's pipeline lives:
+inline, threads, worker processes; the pipeline itself is :mod:`openenv_mcp.pipeline`),
+``transports/`` (stdio and its first second, the episode host, Streamable HTTP and its
+guard), ``faces/`` (the web page, OpenEnv's protocol); and here the composition:
+``_app`` (one environment served), ``_build`` (build and serve), ``_settings``.
 ``openenv_mcp._compat`` holds every reliance on FastMCP's internals.
 """
 

@@ -1,9 +1,9 @@
 """One environment served over MCP: the prototype, the runtime, the episodes, the tools.
 
-:class:`EnvApp` wires the rooms together and mounts them on a FastMCP server:
-the runtime where environments live (:mod:`._runtime`, :mod:`._workers`), the
-episode table (:mod:`._episodes`), the handlers (:mod:`._handlers`), the tool
-catalog (:mod:`._catalog`), and the static description as resources.
+:class:`EnvApp` wires the rooms together and mounts them on a FastMCP server: the
+runtime where environments live (``episodes/_runtime``, ``episodes/_workers``), the
+episode table (``episodes/_episodes``), the handlers (``episodes/_handlers``), the
+tool catalog (``tools/_catalog``), and the static description as resources.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError, RecordingFailed
 from openenv_mcp.pipeline import PipelineOptions
 from openenv_mcp.rewards import RewardSet, load_rewards
-from openenv_mcp.server._catalog import build_tools
-from openenv_mcp.server._direct import DirectCalls
-from openenv_mcp.server._episodes import EpisodeTable
-from openenv_mcp.server._handlers import Handlers
-from openenv_mcp.server._runtime import LocalRef, LocalRuntime, Runtime
 from openenv_mcp.server._settings import ServerSettings
-from openenv_mcp.server._tools import ModelTool, UnknownToolErrors
+from openenv_mcp.server.episodes._episodes import EpisodeTable
+from openenv_mcp.server.episodes._handlers import Handlers
+from openenv_mcp.server.episodes._runtime import LocalRef, LocalRuntime, Runtime
+from openenv_mcp.server.tools._catalog import build_tools
+from openenv_mcp.server.tools._direct import DirectCalls
+from openenv_mcp.server.tools._tools import ModelTool, UnknownToolErrors
 from openenv_mcp.spec import EnvSpec
 
 __all__ = ["EnvApp"]
@@ -78,7 +78,7 @@ class EnvApp:
         )
         runtime: Runtime
         if settings.workers:
-            from openenv_mcp.server._workers import WorkerRuntime
+            from openenv_mcp.server.episodes._workers import WorkerRuntime
 
             runtime = WorkerRuntime(
                 env_cls,

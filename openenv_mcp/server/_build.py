@@ -19,12 +19,16 @@ from openenv_mcp.environment import Environment
 from openenv_mcp.options import make_config
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
-from openenv_mcp.server._http import http_run_options, mount_health
-from openenv_mcp.server._limits import accept_errors_throttled, http_limits, uvicorn_options
-from openenv_mcp.server._logs import redacting, throttling
-from openenv_mcp.server._malloc import tune_malloc
 from openenv_mcp.server._settings import ServerSettings
-from openenv_mcp.server._stdio import serve_stdio
+from openenv_mcp.server.transports._http import http_run_options, mount_health
+from openenv_mcp.server.transports._limits import (
+    accept_errors_throttled,
+    http_limits,
+    uvicorn_options,
+)
+from openenv_mcp.server.transports._logs import redacting, throttling
+from openenv_mcp.server.transports._malloc import tune_malloc
+from openenv_mcp.server.transports._stdio import serve_stdio
 
 __all__ = ["build_server", "get_app", "serve"]
 
@@ -106,7 +110,7 @@ async def serve(
     the address is logged on stderr). ``allowed_hosts`` are more names clients may
     reach the server by (its Host header): a Kubernetes Service's, a proxy's. With
     ``openenv`` an HTTP server also speaks OpenEnv's protocol under ``/openenv``
-    (:mod:`._openenv`), over the same episodes.
+    (:mod:`openenv_mcp.server.faces._openenv`), over the same episodes.
     Every episode is closed on the way out, freeing its environment. If an
     environment call hung past its timeout is still running then, the process
     exits (status 0) without waiting for it: a thread cannot be stopped.
@@ -126,19 +130,19 @@ async def serve(
         http_options = http_run_options(host, auth_token, direct, allowed_hosts or [])
         mount_health(server, app)
         if openenv:
-            from openenv_mcp.server._http import OPENENV_PATH
-            from openenv_mcp.server._openenv import mount_openenv
+            from openenv_mcp.server.faces._openenv import mount_openenv
+            from openenv_mcp.server.transports._http import OPENENV_PATH
 
             mount_openenv(server, app)
             log.info("OpenEnv's protocol: http://%s:%d%s", host, port, OPENENV_PATH)
         if web:
-            from openenv_mcp.server._web import WEB_PATH, mount_web
+            from openenv_mcp.server.faces._web import WEB_PATH, mount_web
 
             mount_web(server, app, auth_token)
             log.info("the web page: http://%s:%d%s/", host, port, WEB_PATH)
     viewer = None
     if transport == "stdio" and web_port is not None:
-        from openenv_mcp.server._web import bind_viewer
+        from openenv_mcp.server.faces._web import bind_viewer
 
         viewer = bind_viewer(web_port)
     # The token and live handles never reach a log line; what strangers can make
@@ -164,7 +168,7 @@ async def _serve(
                 # exit status 0. (uvicorn handles them itself for HTTP.)
                 tg.start_soon(_stop_on_signal, tg.cancel_scope)
                 if viewer is not None:
-                    from openenv_mcp.server._web import run_viewer
+                    from openenv_mcp.server.faces._web import run_viewer
 
                     tg.start_soon(run_viewer, server, app, viewer)
                 if app.settings.fast_path:

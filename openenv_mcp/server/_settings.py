@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.codecs import Frames
-from openenv_mcp.server._profile import PROFILES, Profile, ProfileName
+from openenv_mcp.server.tools._profile import PROFILES, Profile, ProfileName
 from openenv_mcp.sharding import SHARD_PATTERN
 
 __all__ = ["ServerSettings"]
@@ -170,5 +170,5 @@ class ServerSettings(BaseModel):
 
     @property
     def shape(self) -> Profile:
-        """What :attr:`profile` does (:mod:`._profile`)."""
+        """What :attr:`profile` does (:mod:`openenv_mcp.server.tools._profile`)."""
         return PROFILES[self.profile]

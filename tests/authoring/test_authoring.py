@@ -431,7 +431,7 @@ def test_a_dockerfile_command_serves_mcp_with_its_token(which: str, tmp_path: Pa
 @pytest.mark.anyio
 async def test_allowed_hosts_and_the_health_route_need_no_token() -> None:
     from openenv_mcp.server import build_server, get_app
-    from openenv_mcp.server._http import MCP_PATH, guarded_app, mount_health
+    from openenv_mcp.server.transports._http import MCP_PATH, guarded_app, mount_health
 
     server = build_server("echo")
     mount_health(server, get_app(server))

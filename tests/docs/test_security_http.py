@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from openenv_mcp.cli import app
 from openenv_mcp.server import ServerSettings
-from openenv_mcp.server._http import MAX_BODY
-from openenv_mcp.server._limits import MAX_DEFAULT_CONNECTIONS
+from openenv_mcp.server.transports._http import MAX_BODY
+from openenv_mcp.server.transports._limits import MAX_DEFAULT_CONNECTIONS
 from tests.server.http_attacks import call, get, limited_server
 from tests.servers import ROOT
 

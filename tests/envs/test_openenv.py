@@ -1,7 +1,7 @@
 """The openenv env in process: OpenEnv Environment classes (real openenv-core) served
 over MCP with ``serve openenv --env module:Class``, driven by a real MCP client in
 memory. The remote bridge (``--url``) and OpenEnv's protocol are in
-``tests/server/test_openenv.py`` (processes and sockets)."""
+``tests/server/faces/test_openenv.py`` (processes and sockets)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import pytest
 
-from openenv_mcp.server._host import HOST_DIR_ENV
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.harnesses.cli_runs import npm_cli, run_cli
 from tests.harnesses.standin_openai import (
     Script,

@@ -5,7 +5,7 @@ MCP servers, without waiting for a server that is not ``required``. With
 ``--episode-host`` and no host running (the first use of the day, or after the host's
 idle exit) the host takes seconds to start; the front answers ``initialize`` and
 ``tools/list`` itself meanwhile, from the host's answers an earlier front kept
-(openenv_mcp/server/_host.py). Here the real CLI (tests/harnesses/test_codex.py) runs
+(openenv_mcp/server/transports/_host.py). Here the real CLI (tests/harnesses/test_codex.py) runs
 the README's server, command and arguments only, with every host stopped before each
 run: the first request offers the tools in every cold run, and the game is played.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from openenv_mcp.server._host import HOST_DIR_ENV
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.harnesses.test_codex import (  # noqa: F401 (fixtures)
     SCRIPT,
     Codex,

@@ -16,7 +16,7 @@ from openenv_mcp.pipeline import (
     Step,
     Summary,
 )
-from openenv_mcp.server._runtime import run_calls
+from openenv_mcp.server.episodes._runtime import run_calls
 from openenv_mcp_envs.echo import EchoEnv
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp.server._token import TOKEN_ENV
+from openenv_mcp.server.transports._token import TOKEN_ENV
 from tests.servers import INITIALIZE, ROOT, free_port, serve_args, sessionless_call, stop
 
 #: The bearer token every server here requires (passed the way a deployment should:

@@ -27,8 +27,8 @@ from fastmcp import Client
 from openenv_mcp.environment import EnvTool
 from openenv_mcp.registry import env_names
 from openenv_mcp.server import ServerSettings, build_server, get_app
-from openenv_mcp.server._answers import CACHE_ENV
-from openenv_mcp.server._catalog import env_tool_hints
+from openenv_mcp.server.tools._catalog import env_tool_hints
+from openenv_mcp.server.transports._answers import CACHE_ENV
 from openenv_mcp.spec import EnvSpec
 from tests.servers import (
     INITIALIZE,

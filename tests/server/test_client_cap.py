@@ -24,7 +24,7 @@ from websockets.sync.client import connect as ws_connect
 
 from openenv_mcp.errors import ServerFull
 from openenv_mcp.server import EnvApp, ServerSettings, build_server, get_app
-from openenv_mcp.server._episodes import current_client
+from openenv_mcp.server.episodes._episodes import current_client
 from tests.server.http_attacks import TOKEN, call, limited_server
 from tests.servers import stdio_transport
 

@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openenv_mcp.server import ServerSettings, build_server
-from openenv_mcp.server._stdio import MAX_LINE
+from openenv_mcp.server.transports._stdio import MAX_LINE
 from tests.figures import record_figure
 from tests.servers import CLI, INITIALIZE, LEAKS, RawStdio, call, stop
 

@@ -28,7 +28,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from openenv_mcp._interpreter import python_command
-from openenv_mcp.server._host import HOST_DIR_ENV
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.servers import ensure_installed, episode_host_dir, episode_hosts
 
 WAIT = 120

@@ -14,7 +14,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from openenv_mcp.server._host import HOST_DIR_ENV, host_dir, host_socket
+from openenv_mcp.server.transports._host import HOST_DIR_ENV, host_dir, host_socket
 from tests.conftest import stop_hosts
 from tests.servers import CLI, ROOT, episode_hosts
 

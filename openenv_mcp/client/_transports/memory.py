@@ -35,7 +35,7 @@ class MemoryTransport(LineTransport):
         import anyio
 
         from openenv_mcp.server import get_app
-        from openenv_mcp.server._stdio import LineConnection
+        from openenv_mcp.server.transports._stdio import LineConnection
 
         send, receive = anyio.create_memory_object_stream[bytes](math.inf)
         self._send, self._receive = send, receive

@@ -1,0 +1,306 @@
+"""What each tool does: reset, step, step_batch, state, close, snapshots, env tools.
+
+Handlers find the episode a call means (:class:`._episodes.EpisodeTable`), hold its
+lock, run one operation (:mod:`openenv_mcp.pipeline.ops`) where its environment lives
+(the pipeline answers with the view, the frame and the text line), and wrap the answer.
+Their argument models are in :mod:`openenv_mcp.server.tools._catalog`, which lists them
+as tools.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from contextvars import ContextVar
+from typing import Any
+
+from openenv_mcp._compat import request_transport
+from openenv_mcp.codecs import Frames
+from openenv_mcp.environment import Environment, EnvTool
+from openenv_mcp.errors import ArgumentError, OpenEnvError
+from openenv_mcp.pipeline import (
+    CallTool,
+    LegalActions,
+    Look,
+    Reset,
+    Restore,
+    Snapshot,
+    Step,
+    Summary,
+    legal_actions,
+)
+from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server.episodes._episodes import (
+    Caller,
+    Episode,
+    EpisodeTable,
+    current_caller,
+    current_run,
+)
+from openenv_mcp.server.tools._results import (
+    Reply,
+    error_text,
+    image_block,
+    json_reply,
+    outcome_reply,
+    text_block,
+)
+from openenv_mcp.transports import is_shared
+
+__all__ = ["Handlers", "direct_transport"]
+
+#: The transport of the call being served, where a direct path serves it
+#: (``"stdio"``, ``"memory"``, ``"streamable-http"``); else FastMCP's context says.
+direct_transport: ContextVar[str | None] = ContextVar("openenv_direct_transport", default=None)
+
+
+#: Where a Streamable HTTP session's caller is kept: its connection's state, which lives
+#: as long as the session.
+_SESSION_CALLER = "openenv_mcp.caller"
+
+
+def _caller(table: EpisodeTable) -> Caller | None:
+    """Who this call comes from, where its transport tells callers apart (a stdio process,
+    an episode host's connection, a Streamable HTTP session); ``None`` where nothing
+    does (an HTTP request without a session), where calls must name their episode."""
+    direct = direct_transport.get()
+    if direct is not None:  # a direct path: stdio's lines, or HTTP's sessionless calls
+        return None if is_shared(direct) else _in_run(current_caller.get() or table.local)
+    if is_shared(request_transport()):
+        return _session_caller()
+    return _in_run(current_caller.get() or table.local)
+
+
+def _in_run(caller: Caller) -> Caller:
+    """``caller``, joined to the harness run its connection belongs to (an episode
+    host's, where the relay named one)."""
+    if caller.run is None:
+        caller.run = current_run.get()
+    return caller
+
+
+def _session_caller() -> Caller | None:
+    """The caller of this call's Streamable HTTP session (kept with the session's
+    connection, so it ends with the session); ``None`` for a request without one (the
+    2026-07-28 protocol's, or a stateless server's): nothing identifies its caller."""
+    from fastmcp.server.dependencies import get_context
+
+    try:
+        request = get_context().request_context
+    except RuntimeError:
+        return None
+    # The SDK keeps a session's Connection (its id, per-connection state) on the
+    # ServerSession it builds per request; FastMCP reads it the same way.
+    connection = getattr(getattr(request, "session", None), "_connection", None)
+    if connection is None or getattr(connection, "session_id", None) is None:
+        return None
+    state: dict[str, Any] = connection.state
+    caller = state.get(_SESSION_CALLER)
+    if not isinstance(caller, Caller):
+        caller = state[_SESSION_CALLER] = Caller()
+    return caller
+
+
+class Handlers:
+    """The tools' behaviour, over one server's episode table."""
+
+    def __init__(
+        self, table: EpisodeTable, settings: ServerSettings, prototype: Environment[Any]
+    ) -> None:
+        self.table = table
+        self.settings = settings
+        self.prototype = prototype
+        #: What the profile answers with (the agent profile: text and image only).
+        self.profile = settings.shape
+        self._unseeded = 0
+        #: Whether rewards are served beside the env's own (``--reward``, ``env.rewards()``).
+        self.rewarded = bool(settings.reward) or bool(type(prototype).serving.rewards)
+
+    def _default_seed(self) -> int | None:
+        """``settings.seed``, then one more for each reset that passed no seed."""
+        if self.settings.seed is None:
+            return None
+        seed = self.settings.seed + self._unseeded
+        self._unseeded += 1
+        return seed
+
+    def _frames(self, frames: Frames | None) -> Frames:
+        return self.profile.frames or frames or self.settings.default_frames
+
+    def _reply(self, outcome: Any) -> Reply:
+        return outcome_reply(outcome, structured=self.profile.structured)
+
+    async def reset(self, args: Any) -> Reply:
+        """Start (or restart) an episode; mint its handle."""
+        from_snapshot = getattr(args, "from_snapshot", None)
+        if from_snapshot is not None and (args.seed is not None or args.options):
+            raise ArgumentError(
+                "reset: from_snapshot continues a saved state, so it cannot be combined with "
+                "seed or options"
+            )
+        table = self.table
+        table.check_route(getattr(args, "shard", None), [args.episode_id, from_snapshot])
+        snapshot = table.get_snapshot(from_snapshot) if from_snapshot else None
+        caller = _caller(table)
+        new = getattr(args, "new_episode", False)
+        episode, created = await table.for_reset(args.episode_id, new, caller)
+        frames = self._frames(getattr(args, "frames", None))
+        try:
+            async with table.locked(episode.id, caller):
+                if episode.broken:
+                    await table.renew(episode)
+                if snapshot is not None:
+                    outcome = await table.call(episode, Restore(snapshot.saved, frames))
+                else:
+                    seed = args.seed if args.seed is not None else self._default_seed()
+                    reset = Reset(
+                        seed,
+                        args.options,
+                        frames,
+                        getattr(args, "np_random", None),
+                        tuple(getattr(args, "extras", None) or ()),
+                    )
+                    outcome = await table.call(episode, reset)
+        except BaseException:
+            if created:
+                await table.close(episode.id)
+            raise
+        return self._reply(outcome)
+
+    async def step(
+        self,
+        episode_id: str | None,
+        action: Any,
+        frames: Frames | None,
+        repeat: int = 1,
+        extras: tuple[str, ...] = (),
+    ) -> Reply:
+        """Advance an episode by one action (held for ``repeat`` steps)."""
+        async with self.table.locked(episode_id, _caller(self.table)) as episode:
+            self.table.require_sound(episode)
+            step = Step(action, self._frames(frames), repeat, extras)
+            outcome = await self.table.call(episode, step)
+            return self._reply(outcome)
+
+    async def step_batch(self, args: Any) -> Reply:
+        """Step many episodes in one call (one action each), in one runtime hop.
+
+        Per-episode failures (an illegal action, an ended episode) come back as
+        that item's ``error``; the other items still step.
+        """
+        items = args.steps
+        ids = [item.episode_id for item in items]
+        if len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise ArgumentError(
+                f"step_batch: each episode may appear once per batch, got {repeated} twice"
+            )
+        frames = self._frames(args.frames)
+        caller = _caller(self.table)
+        errors: dict[int, OpenEnvError] = {}
+        plan: list[tuple[int, Episode]] = []
+        async with AsyncExitStack() as stack:
+            # Lock in handle order, so concurrent batches cannot deadlock.
+            for index in sorted(range(len(items)), key=lambda i: ids[i]):
+                try:
+                    self.table.check_route(args.shard, [ids[index]])
+                    episode = await stack.enter_async_context(self.table.locked(ids[index], caller))
+                    self.table.require_sound(episode)
+                    plan.append((index, episode))
+                except OpenEnvError as exc:
+                    errors[index] = exc
+            plan.sort(key=lambda p: p[0])
+            # Local envs step in turn; envs in worker processes, each worker's share at once.
+            outcomes = await self.table.call_many(
+                [e for _, e in plan], [Step(items[i].action, frames) for i, _ in plan]
+            )
+        views: dict[int, dict[str, Any]] = {}
+        images: list[dict[str, Any]] = []
+        for (index, _), outcome in zip(plan, outcomes, strict=True):
+            if isinstance(outcome, OpenEnvError):
+                errors[index] = outcome
+                continue
+            views[index] = outcome.view
+            if outcome.png is not None:
+                outcome.view["image"] = len(images)
+                images.append(image_block(outcome.png))
+        results = [
+            views[i] if i in views else {"episode_id": ids[i], "error": error_text(errors[i])}
+            for i in range(len(items))
+        ]
+        ended = sum(1 for v in views.values() if v["status"] == "ended")
+        text = (
+            f"stepped {len(views)} of {len(items)} episodes ({len(errors)} errors, {ended} ended)"
+        )
+        if errors:
+            first = min(errors)
+            text += f"; first error, episode {ids[first]}: {error_text(errors[first])}"
+        return Reply([text_block(text), *images], {"results": results})
+
+    async def state(self, args: Any) -> Reply:
+        """Describe an episode without changing it (a broken one from what was last sent)."""
+        async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
+            if episode.broken and episode.last_view is not None:
+                text = (
+                    f"Episode {episode.id} is broken ({episode.broken}) at step "
+                    f"{episode.last_view['step']}, return "
+                    f"{episode.last_view['episode_return']:g}: call reset to start over."
+                )
+                view = {**episode.last_view, "status": "broken", "summary": text, "events": []}
+                return Reply([text_block(text)], view if self.profile.structured else None)
+            self.table.require_sound(episode)
+            frames = self._frames(getattr(args, "frames", None))
+            extras = tuple(getattr(args, "extras", None) or ())
+            return self._reply(await self.table.call(episode, Look(frames, extras)))
+
+    async def episode_summary(self, args: Any) -> Reply:
+        """Steps, returns, trajectory scores and credit, and the recording of an episode."""
+        async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
+            return json_reply(await self.table.call(episode, Summary()))
+
+    async def close(self, args: Any) -> Reply:
+        """Close an episode and free its environment."""
+        episode = self.table.resolve(args.episode_id, _caller(self.table))
+        await self.table.close(episode.id)
+        return json_reply({"episode_id": episode.id, "closed": True})
+
+    async def snapshot(self, args: Any) -> Reply:
+        """Save an episode's full state; later resets can start from it."""
+        async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
+            self.table.require_sound(episode)
+            saved = await self.table.call(episode, Snapshot())
+            snap = self.table.add_snapshot(episode, saved)
+            return json_reply(
+                {"snapshot_id": snap.id, "episode_id": episode.id, "step": saved.step}
+            )
+
+    async def release_snapshot(self, args: Any) -> Reply:
+        """Free a snapshot."""
+        self.table.release_snapshot(args.snapshot_id)
+        return json_reply({"snapshot_id": args.snapshot_id, "released": True})
+
+    def env_tool(self, tool: EnvTool) -> Any:
+        """The handler of an environment's own tool."""
+        if tool.kind == "static":
+
+            async def static(args: Any) -> Reply:
+                return json_reply(tool.handler(self.prototype, args))
+
+            return static
+
+        async def on_episode(args: Any) -> Reply:
+            async with self.table.locked(args.episode_id, _caller(self.table)) as episode:
+                self.table.require_sound(episode)
+                params = None if tool.params is None else args.model_dump(exclude={"episode_id"})
+                return json_reply(await self.table.call(episode, CallTool(tool.name, params)))
+
+        return on_episode
+
+    async def legal_actions(self, args: Any) -> Reply:
+        """The actions legal now in an episode; every action where no episode is meant
+        (none named, and no default one)."""
+        caller = _caller(self.table)
+        if args.episode_id is None and self.table.default_of(caller) is None:
+            return json_reply(legal_actions(self.prototype, None))
+        async with self.table.locked(args.episode_id, caller) as episode:
+            self.table.require_sound(episode)
+            return json_reply(await self.table.call(episode, LegalActions()))

@@ -1,0 +1,5 @@
+"""How a server is reached: stdio (``_stdio``) and its first second (``_prelude``,
+``_answers``, ``_unready``), the episode host (``_host``, ``_harness``), Streamable HTTP and
+its guard (``_http``, ``_limits``, ``_token``), and the process's logs and allocator
+(``_logs``, ``_malloc``).
+"""
