@@ -1,6 +1,6 @@
-"""Every module's tests can be found from its name: ``openenv_mcp/server/transports/_stdio.py``'s in
-``tests/server/test_stdio.py``, and so on; where a module is tested elsewhere (a
-behaviour spanning several modules, a transport matrix), this index says where."""
+"""Every module's tests can be found from its name: ``openenv_mcp/server/tools/_catalog.py``'s
+in ``tests/server/tools/test_catalog.py``, and so on; where a module is tested elsewhere
+(a behaviour spanning several modules, a transport matrix), this index says where."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _modules() -> list[str]:
 
 
 def _own_test(module: str) -> Path:
-    """``server/transports/_stdio.py`` -> ``tests/server/test_stdio.py``."""
+    """``server/transports/_stdio.py`` -> ``tests/server/transports/test_stdio.py``."""
     path = Path(module)
     return ROOT / "tests" / path.parent / f"test_{path.stem.lstrip('_')}.py"
 
