@@ -675,11 +675,11 @@ def bench(
         run_live,
         run_startup,
     )
-    from openenv_mcp.bench_vs import VersusResult, run_versus
+    from openenv_mcp.bench._versus import VersusResult, run_versus
 
     _load(env)
     if env == "openenv" and not ctx.args:
-        from openenv_mcp._bench_openenv import run_openenv_bench
+        from openenv_mcp.bench._openenv import run_openenv_bench
 
         try:
             compared = run_openenv_bench(

@@ -10,7 +10,6 @@ from tests.servers import ROOT
 
 #: Modules tested in files not named after them, and those files.
 ELSEWHERE: dict[str, list[str]] = {
-    "_bench_openenv.py": ["test_openenv_bench.py"],
     "_handles.py": ["server/test_secrets.py"],
     "_interpreter.py": ["server/test_planted_cwd.py"],
     "_launch.py": [
@@ -38,7 +37,7 @@ ELSEWHERE: dict[str, list[str]] = {
     "portability.py": ["server/tools/test_catalog.py"],
     "registry.py": ["test_cli.py", "authoring/test_authoring.py"],
     "spec.py": ["test_public_api.py", "server/test_protocol.py", "envs/test_trading.py"],
-    "transports.py": ["server/test_protocol.py", "test_bench.py"],
+    "transports.py": ["server/test_protocol.py", "bench/test_run.py"],
     "client/_ale.py": ["client/test_atari_wrappers.py"],
     "client/_client.py": ["client/test_session.py"],
     "client/_loop.py": ["client/test_exit.py", "client/test_sync.py"],

@@ -114,7 +114,8 @@ def test_a_python_command_sees_nothing_of_its_working_directory(planted: Path) -
 
 
 def test_commands_built_for_servers_start_with_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openenv_mcp import _bench_openenv, bench
+    from openenv_mcp.bench import _openenv as _bench_openenv
+    from openenv_mcp.bench import _run as bench
     from openenv_mcp.client._transports.inference import _command
     from openenv_mcp.data.collect import CollectConfig, _serve_command
 

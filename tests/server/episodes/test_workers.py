@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 from fastmcp import FastMCP
 
-from openenv_mcp.bench import _children
+from openenv_mcp.bench._run import _children
 from openenv_mcp.client import Episode, MCPEnvClient, step_batch
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed, InvalidAction
 from openenv_mcp.pipeline import CallTool, Look, Op, Step

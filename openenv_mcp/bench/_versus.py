@@ -39,7 +39,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from openenv_mcp.bench import BenchConfig, Progress, _environment_facts, _resolve, _serve_command
+from openenv_mcp.bench._run import (
+    BenchConfig,
+    Progress,
+    _environment_facts,
+    _resolve,
+    _serve_command,
+)
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled
 
 __all__ = ["VERSUS", "Versus", "VersusResult", "run_versus"]

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from openenv_mcp.bench import BenchConfig
-from openenv_mcp.bench_vs import run_versus
+from openenv_mcp.bench._versus import run_versus
 from openenv_mcp.cli import app
 from openenv_mcp.errors import ArgumentError
 
