@@ -191,7 +191,7 @@ async def test_stdio_and_the_answer_book_list_the_same_hints(
 
 @pytest.mark.anyio
 async def test_openenv_route_lists_the_same_hints() -> None:
-    from tests.server.test_openenv_routes import client, openenv_app
+    from tests.server.faces.test_openenv_routes import client, openenv_app
 
     server = build("echo", "full", {})
     in_memory = await memory_annotations(server)
