@@ -39,6 +39,24 @@ def serves_stdio(argv: Sequence[str]) -> bool:
 _FRONT_ONLY = frozenset({"--stdio", "--episode-host"})
 
 
+def relays(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` (without the program) is a stdio front of an episode host:
+    ``--episode-host``, or ``--agent`` (the agent profile and, over stdio, the host)."""
+    return (
+        serves_stdio(argv)
+        and not {"--episode-host", "--agent"}.isdisjoint(argv)
+        and "--episode-host-socket" not in argv
+    )
+
+
+def host_argv(argv: Sequence[str]) -> list[str]:
+    """The ``serve`` arguments a front passes its episode host: ``--agent`` spelled out as
+    ``--profile agent`` (so both spellings share one host), the front's own flags dropped."""
+    env, *rest = argv[1:] or [""]
+    spelled = (["--profile", "agent"] if arg == "--agent" else [arg] for arg in rest)
+    return [env, *(arg for args in spelled for arg in args if arg not in _FRONT_ONLY)]
+
+
 def _env_file_readable() -> None:
     """FastMCP's settings read ``.env`` from the working directory when it is imported,
     and a ``PermissionError`` there ends the process: a server started (by a service
@@ -58,11 +76,11 @@ def main() -> None:
     """Run the ``openenv-mcp`` command."""
     _env_file_readable()
     argv = sys.argv[1:]
-    if serves_stdio(argv) and "--episode-host" in argv and "--episode-host-socket" not in argv:
+    if relays(argv):
         # A thin front: it relays to this user's episode host, importing nothing heavy.
         from openenv_mcp.server.transports._host import relay
 
-        sys.exit(relay([arg for arg in argv[1:] if arg not in _FRONT_ONLY]))
+        sys.exit(relay(host_argv(argv)))
     if not serves_stdio(argv):
         from openenv_mcp.cli import main as cli_main
 

@@ -190,6 +190,13 @@ def serve(
     episode_host_socket: Annotated[
         Path | None, typer.Option(hidden=True, help="Serve as the episode host on this socket.")
     ] = None,
+    agent: Annotated[
+        bool,
+        typer.Option(
+            "--agent",
+            help="For a model in a harness: --profile agent and, over stdio, --episode-host.",
+        ),
+    ] = False,
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
@@ -211,14 +218,20 @@ def serve(
         options, settings_options = parse_cli_options(
             [env_cls.Config, ServerSettings], list(ctx.args), where=env
         )
+        if agent:
+            _agent_profile(settings_options)
         settings = make_config(ServerSettings, settings_options, "server settings")
         env_config = make_config(env_cls.Config, options, env)
     except OpenEnvError as exc:
         raise _fail(str(exc)) from None
+    if agent and not http and episode_host_socket is None:
+        episode_host = True
     if episode_host:
+        from openenv_mcp._launch import host_argv
         from openenv_mcp.server.transports._host import relay
 
-        raise typer.Exit(relay([env, *ctx.args]))
+        front = ["--agent"] if agent else []
+        raise typer.Exit(relay(host_argv(["serve", env, *front, *ctx.args])))
     if not http and not _stdio_has_a_client(env):
         return
     # The server stack (FastMCP, the MCP SDK) loads only now, after the options are checked.
@@ -319,6 +332,13 @@ def _transport_flags(
             "--episode-host is for --stdio servers (over HTTP, episodes already outlive each call)"
         )
     return http
+
+
+def _agent_profile(settings_options: dict[str, Any]) -> None:
+    """``--agent`` sets the agent profile; any other ``--profile`` beside it is a conflict."""
+    given = settings_options.setdefault("profile", "agent")
+    if given != "agent":
+        raise _fail(f"--agent means --profile agent, but --profile {given} was given too")
 
 
 def _stdio_has_a_client(env: str) -> bool:
@@ -567,9 +587,9 @@ def describe(
         typer.echo(f"  --{name.replace('_', '-'):<28} {opt['description']} [{opt['default']}]")
     spec = env_app.spec_json()
     proto = env_app.prototype
-    if spec["actions"]:
+    if spec["action_set"]:
         typer.echo("\nActions:")
-        for action in spec["actions"]:
+        for action in spec["action_set"]:
             typer.echo(f"  {action['id']:>3} {action['name']:<16} {action['meaning']}")
     else:
         typer.echo(f"\nActions: {proto.action_space}")
@@ -745,7 +765,7 @@ def replay(
     --allow-module)."""
     from pathlib import Path
 
-    from openenv_mcp.data.recording import replay as replay_one
+    from openenv_mcp.recording import replay as replay_one
 
     paths = [
         p

@@ -203,3 +203,9 @@ def test_a_server_started_where_its_user_cannot_look_serves() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     answer = json.loads(done.stdout.splitlines()[0])
     assert answer["result"]["serverInfo"]["name"] == "openenv-echo"
+
+
+def test_agent_with_another_profile_is_a_conflict() -> None:
+    result = runner.invoke(app, ["serve", "echo", "--agent", "--profile", "full"])
+    assert result.exit_code == 2
+    assert "--agent means --profile agent, but --profile full was given too" in result.output

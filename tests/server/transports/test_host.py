@@ -283,3 +283,46 @@ def test_a_host_dying_after_the_front_s_kept_handshake_is_told_at_the_first_call
     assert "the episode host exited at start" in text and "Did you mean '--game'?" in text
     assert server.receive() is None and server.proc.wait(WAIT) == 1
     assert "the host exited at start" in server.stderr()
+
+
+async def test_agent_is_the_agent_profile_and_the_episode_host(host_dir: Path) -> None:
+    """``--agent`` through the installed console script is the README's long line: the
+    same host (both spellings share it), the same game, the agent profile's answers."""
+    script = str(Path(CLI[0]).with_name("openenv-mcp"))
+    short = StdioTransport(
+        command=script,
+        args=["serve", "atari", "--agent", "--game", "breakout"],
+        env={**os.environ, HOST_DIR_ENV: str(host_dir)},
+        cwd=str(ROOT),
+        keep_alive=False,
+    )
+    with anyio.fail_after(WAIT):
+        async with Client(short, timeout=WAIT) as client:
+            opened = (await client.call_tool("reset", {"seed": 0})).content[0].text  # type: ignore[union-attr]
+        assert opened.startswith("New episode of Atari Breakout")
+        # the README's long line, in its order
+        readme = ["serve", "atari", "--stdio", "--profile", "agent", "--game", "breakout"]
+        long = StdioTransport(
+            command=CLI[0],
+            args=[*CLI[1:], *readme, "--episode-host"],
+            env={**os.environ, HOST_DIR_ENV: str(host_dir)},
+            cwd=str(ROOT),
+            keep_alive=False,
+        )
+        async with Client(long, timeout=WAIT) as client:
+            step = await client.call_tool("step", {"action": "FIRE", "episode_id": handle(opened)})
+        assert step.content[0].text.startswith("Step 1 (FIRE)")  # type: ignore[union-attr]
+    assert len(episode_hosts(host_dir)) == 1
+
+
+def test_agent_fronts_relay_to_the_long_line_s_host() -> None:
+    from openenv_mcp._launch import host_argv, relays
+
+    long = ["serve", "atari", "--stdio", "--profile", "agent", "--game", "breakout"]
+    assert relays(["serve", "atari", "--agent", "--game", "breakout"])
+    assert relays([*long, "--episode-host"])
+    assert host_argv(["serve", "atari", "--agent", "--game", "breakout"]) == host_argv(
+        [*long, "--episode-host"]
+    )
+    assert not relays(["serve", "atari", "--agent", "--http"])
+    assert not relays(["serve", "atari", "--agent", "--episode-host-socket", "/x"])
