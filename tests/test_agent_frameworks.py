@@ -6,8 +6,8 @@ mcp 2.x (the [test] extra installs both); each connects to ``serve atari --profi
 very function the framework hands its agent, and the test reads what that function
 returns: what the framework passes to the model. Google ADK pins opentelemetry-api
 <= 1.44, below what FastMCP 4.2.3 needs, and langchain-mcp-adapters 0.3.2 and
-smolagents' mcpadapt need mcp < 2: none can share this venv (docs/first-contact.md
-has what they show, measured by hand).
+smolagents' mcpadapt need mcp < 2: none can share this venv (docs/agents.md has
+what they show, measured by hand).
 """
 
 from __future__ import annotations

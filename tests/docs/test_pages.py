@@ -4,6 +4,7 @@ and every block marked as tested runs as written."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -62,6 +63,27 @@ def test_a_marked_block_runs_as_written(page: Path, code: str) -> None:
     if "advantages" in code:  # the GRPO rollout prints its group's returns
         line = done.stdout.strip().splitlines()[-1]
         assert line.startswith("returns [") and "advantages [" in line
+
+
+@pytest.mark.integration
+def test_the_trainers_script_runs_as_a_file_from_anywhere(tmp_path: Path) -> None:
+    """docs/trainers.md's first block, as a user pastes it into a file and runs it from
+    any directory, the venv's scripts on PATH as an activated venv (or ./dev) has them."""
+    page, code = next(b for b in blocks(RUNS) if b[0].name == "trainers.md")
+    assert "asyncio.run(main())" in code  # a script: no top-level await
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": path},
+    )
+    assert done.returncode == 0, f"{page.name}:\n{done.stderr[-3000:]}"
+    assert done.stdout.strip(), "the script shows what it did"
 
 
 @pytest.mark.integration  # check_env starts a worker process
