@@ -112,7 +112,8 @@ async def test_config_command_serves_atari(
     server = filled(name)["mcpServers"]["atari"]
     assert server.get("type", "stdio") == "stdio"
     assert Path(server["command"]) == ROOT / "dev"
-    assert server["args"][:4] == ["run", "serve", "atari", "--stdio"]  # never installs
+    # ./dev run never installs; --agent: the agent profile, episodes in the episode host
+    assert server["args"][:4] == ["run", "serve", "atari", "--agent"]
     transport = StdioTransport(
         command=server["command"],
         args=server["args"],
@@ -169,6 +170,14 @@ def test_readme_sed_lines_fill_in_every_config(tmp_path: Path) -> None:
         assert server["command"] == f"{tmp_path}/dev"
 
 
+def test_the_front_door_shows_the_same_one_liner() -> None:
+    """The README's Claude Code line is harness_examples/README.md's, which the test below
+    runs with the real CLI."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    front = [line.split("  #")[0].strip() for line in lines if line.startswith("claude mcp add ")]
+    assert front == readme_commands("claude mcp add ")
+
+
 @pytest.fixture(scope="module")
 def claude_cli(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Claude Code's CLI (npm ``@anthropic-ai/claude-code``) with a private HOME."""
@@ -205,7 +214,7 @@ def test_claude_code_connects_with_the_config_and_the_one_liner(
     entry = json.dumps(filled("claude_code.mcp.json")["mcpServers"]["atari"])
     claude(claude_cli, dev_env, tmp_path, "mcp", "add-json", "--scope", "local", "atari", entry)
     listed = claude(claude_cli, dev_env, tmp_path, "mcp", "list")
-    command = "/dev run serve atari --stdio --profile agent --game breakout --episode-host"
+    command = "/dev run serve atari --agent --game breakout"
     assert re.search(rf"^atari: .*{command} - .*Connected", listed, re.M)
     # the README's one-liner, run from the repository root
     (one_liner,) = readme_commands("claude mcp add ")

@@ -37,6 +37,7 @@ from openenv_mcp.errors import (
 from openenv_mcp.narration import narration_of
 from openenv_mcp.options import make_config
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from openenv_mcp_envs.chess import (
     BuiltinEngine,
     ChessConfig,
@@ -46,7 +47,14 @@ from openenv_mcp_envs.chess import (
 )
 from openenv_mcp_envs.chess._render import BOARD_PIXELS, draw_board
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
-from tests.servers import CLI, ROOT, ensure_installed, http_server, stdio_command
+from tests.servers import (
+    CLI,
+    ROOT,
+    ensure_installed,
+    episode_host_dir,
+    http_server,
+    stdio_command,
+)
 from tests.test_independent_clients import call as inspector_call
 from tests.test_independent_clients import (
     http_target,
@@ -678,12 +686,15 @@ def test_the_harness_config_serves_chess_for_an_agent() -> None:
     server = config["mcpServers"]["chess"]
     assert server["command"] == "/ABSOLUTE/PATH/TO/openenv-mcp/dev"
     # ./dev run: the set-up venv's openenv-mcp, never installing
-    assert server["args"][:6] == ["run", "serve", "chess", "--stdio", "--profile", "agent"]
-    transport = StdioTransport(
-        command=CLI[0], args=[*CLI[1:], *server["args"][1:]], env={**os.environ}, cwd=str(ROOT)
-    )
+    assert server["args"][:4] == ["run", "serve", "chess", "--agent"]
 
-    async def main() -> None:
+    async def main(hosts: Path) -> None:  # --agent: the episodes live in an episode host
+        transport = StdioTransport(
+            command=CLI[0],
+            args=[*CLI[1:], *server["args"][1:]],
+            env={**os.environ, HOST_DIR_ENV: str(hosts)},
+            cwd=str(ROOT),
+        )
         with anyio.fail_after(120):
             async with Client(transport, timeout=60) as client:
                 assert client.server_info is not None
@@ -696,4 +707,5 @@ def test_the_harness_config_serves_chess_for_an_agent() -> None:
                 step = await client.call_tool("step", {"action": "e4"})
                 assert "You played e4 (e2e4)" in step.content[0].text  # type: ignore[union-attr]
 
-    anyio.run(main)
+    with episode_host_dir() as hosts:
+        anyio.run(main, hosts)

@@ -776,11 +776,8 @@ def test_harness_config_serves_coding_for_an_agent() -> None:
     data = json.loads((ROOT / "harness_examples" / "coding.mcp.json").read_text())
     server = data["mcpServers"]["coding"]
     assert server["command"] == "/ABSOLUTE/PATH/TO/openenv-mcp/dev"
-    assert server["args"][:4] == ["run", "serve", "coding", "--stdio"]
-    assert (
-        "--profile" in server["args"]
-        and server["args"][server["args"].index("--profile") + 1] == "agent"
-    )
+    # ./dev run, the agent profile over stdio (its episodes in the episode host)
+    assert server["args"][:4] == ["run", "serve", "coding", "--agent"]
 
 
 # -- fuzz ------------------------------------------------------------------------------------

@@ -479,7 +479,7 @@ def test_the_harness_config_serves_openspiel(
     assert "/ABSOLUTE/PATH/TO/openenv-mcp" in text
     server = json.loads(text.replace("/ABSOLUTE/PATH/TO/openenv-mcp", str(ROOT)))
     server = server["mcpServers"]["openspiel"]
-    assert server["args"][:6] == ["run", "serve", "openspiel", "--stdio", "--profile", "agent"]
+    assert server["args"][:4] == ["run", "serve", "openspiel", "--agent"]
     transport = StdioTransport(
         command=server["command"],
         args=server["args"],

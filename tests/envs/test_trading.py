@@ -28,6 +28,7 @@ from openenv_mcp.environment import contract_problems, parse_options
 from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded, UnsupportedOption
 from openenv_mcp.narration import narration_of
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from openenv_mcp.spec import EnvSpec, model_properties
 from openenv_mcp_envs.trading import TradingConfig, TradingEnv
 from openenv_mcp_envs.trading import _chart as chart
@@ -40,7 +41,7 @@ from openenv_mcp_envs.trading._data import (
 )
 from openenv_mcp_envs.trading.make_data import sample_csv_text
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, json_values, run_case
-from tests.servers import ROOT, http_server, stdio_command
+from tests.servers import ROOT, episode_host_dir, http_server, stdio_command
 from tests.test_independent_clients import call as inspector_call
 from tests.test_independent_clients import (
     http_target,
@@ -677,13 +678,16 @@ async def test_harness_config_serves_the_agent_profile(tmp_path: Path) -> None:
     config = json.loads((ROOT / "harness_examples" / "trading.mcp.json").read_text())
     server = config["mcpServers"]["trading"]
     assert server["command"] == "/ABSOLUTE/PATH/TO/openenv-mcp/dev"
-    assert server["args"][:4] == ["run", "serve", "trading", "--stdio"]
-    assert "agent" in server["args"]
-    command = stdio_command("trading", *server["args"][4:])  # ./dev run serve, without ./dev
-    transport = StdioTransport(
-        command=command[0], args=command[1:], env={**os.environ}, cwd=str(tmp_path)
-    )
-    with anyio.fail_after(120):
+    assert server["args"][:4] == ["run", "serve", "trading", "--agent"]
+    command = stdio_command("trading", *server["args"][3:])  # ./dev run serve, without ./dev
+    # --agent: the episodes live in an episode host (a private one, stopped at the end)
+    with episode_host_dir() as hosts, anyio.fail_after(120):
+        transport = StdioTransport(
+            command=command[0],
+            args=command[1:],
+            env={**os.environ, HOST_DIR_ENV: str(hosts)},
+            cwd=str(tmp_path),
+        )
         async with Client(transport, timeout=60) as client:
             names = sorted(t.name for t in await client.list_tools())
             assert names == ["portfolio", "price_history", "reset", "state", "step"]

@@ -247,10 +247,10 @@ def test_readme_one_liner_writes_the_example(cli: Gemini) -> None:
     assert written == example()
     # Gemini starts no stdio server in a folder it does not trust, the user's ones included
     listed = cli.cli("mcp", "list")  # it writes its list to stderr
-    assert re.search(r"^. atari: .*/dev run serve atari --stdio.* - Disabled$", listed.stderr, re.M)
+    assert re.search(r"^. atari: .*/dev run serve atari --agent.* - Disabled$", listed.stderr, re.M)
     listed = cli.cli("mcp", "list", env={"GEMINI_CLI_TRUST_WORKSPACE": "true"})
     assert re.search(
-        r"^. atari: .*/dev run serve atari --stdio.* - Connected$", listed.stderr, re.M
+        r"^. atari: .*/dev run serve atari --agent.* - Connected$", listed.stderr, re.M
     )
 
 
