@@ -214,15 +214,15 @@ def environment_factory(
         "__doc__": f"{spec.description} (one episode per instance, over MCP)",
     }
     returns = " Returns the new observation" + (" and the screen." if with_images else ".")
-    if spec.actions is not None:
+    if spec.action_set is not None:
         taken = {"reset", "get_reward"}
-        for action in spec.actions:
-            method = _method_name(spec.actions.tool_name(action), taken)
+        for action in spec.action_set:
+            method = _method_name(spec.action_set.tool_name(action), taken)
             meaning = action.meaning or f"action {action.name}"
             doc = f"{meaning[0].upper()}{meaning[1:]} ({action.name}).{returns}"
             namespace[method] = _action_method(method, action.id, doc, with_images)
     else:
         namespace["step"] = _step_method(spec.action_schema, with_images)
-    label = f"{spec.env} {spec.config.get('id') or spec.config.get('game') or ''}"
+    label = f"{spec.name} {spec.config.get('id') or spec.config.get('game') or ''}"
     class_name = name or "".join(p.title() for p in re.split(r"[^A-Za-z0-9]+", label) if p)
     return type(class_name, (MCPEnvironment,), namespace)

@@ -80,7 +80,7 @@ def test_inspector_cli_over_stdio(node_tools: dict[str, str]) -> None:
     step = inspector(node_tools, target, "tools/call", *call("step", {"action": "x"}), ok=False)
     assert step["isError"] and step["content"][0]["text"].startswith("ResetNeeded:")
     spec = inspector(node_tools, target, "resources/read", "--uri", "openenv://echo/spec")
-    assert json.loads(spec["contents"][0]["text"])["env"] == "echo"
+    assert json.loads(spec["contents"][0]["text"])["name"] == "echo"
 
 
 def test_inspector_cli_over_http(node_tools: dict[str, str]) -> None:
@@ -140,7 +140,7 @@ def test_typescript_sdk_over_stdio(node_tools: dict[str, str]) -> None:
     assert step["structuredContent"]["reward"] == pytest.approx(0.5)
     assert state["structuredContent"]["step"] == 1
     assert bad["isError"] and bad["content"][0]["text"].startswith("InvalidAction:")
-    assert json.loads(spec["contents"][0]["text"])["env"] == "echo"
+    assert json.loads(spec["contents"][0]["text"])["name"] == "echo"
 
 
 def test_typescript_sdk_over_http(node_tools: dict[str, str]) -> None:

@@ -84,7 +84,7 @@ def portable_target(target: Target, spec: ServerSpec) -> Any:
         return target
     if isinstance(target, Sequence) and all(isinstance(a, str) for a in target):
         return list(target)
-    name = spec.env
+    name = spec.name
     with contextlib.suppress(ImportError, TypeError):
         from openenv_mcp.server import get_app
 

@@ -300,7 +300,7 @@ class Session:
                 spec_uri = await self._spec_uri()
                 read = await self._transport.request("resources/read", {"uri": spec_uri})
                 text = next(c["text"] for c in read.get("contents", []) if "text" in c)
-                spec = ServerSpec.from_json(json.loads(text))
+                spec = self._read_spec(spec_uri, text)
                 listed = await self._transport.request("tools/list")
                 self.tools = {t["name"]: t for t in listed.get("tools", [])}
                 self._transport.learn_tools(self.tools)
@@ -310,7 +310,7 @@ class Session:
                 and not spec.frame_is_observation
             ):
                 raise ArgumentError(
-                    f"frames='png' needs observations that are frames, but {spec.env}'s "
+                    f"frames='png' needs observations that are frames, but {spec.name}'s "
                     f"observation is {spec.observation_space}; use frames='zstd'"
                 )
             self._spec = spec
@@ -339,6 +339,15 @@ class Session:
             f"{self.description} is an MCP server but not an openenv-mcp environment server: "
             f"it has no openenv://ENV/spec resource (resources: {uris or 'none'})"
         )
+
+    def _read_spec(self, uri: str, text: str) -> ServerSpec:
+        try:
+            return ServerSpec.from_json(json.loads(text))
+        except (ValueError, ArgumentError) as exc:  # not JSON, or not a spec
+            raise ArgumentError(
+                f"{self.description}'s {uri} is not a spec this client reads: {exc} "
+                "(is the server a much older or newer openenv-mcp?)"
+            ) from None
 
     async def close(self) -> None:
         """Disconnect; a stdio subprocess is stopped and reaped. Idempotent, bounded."""
@@ -654,12 +663,12 @@ class Episode:
     @property
     def env_name(self) -> str:
         """The environment's registered name (``"atari"``)."""
-        return self.server_spec.env
+        return self.server_spec.name
 
     @property
     def actions(self) -> ActionSet | None:
         """The named discrete actions (ids, names, meanings), or ``None``."""
-        return self.server_spec.actions
+        return self.server_spec.action_set
 
     def get_action_meanings(self) -> list[str]:
         """Action names in value order (as ALE's ``get_action_meanings``).
@@ -667,9 +676,10 @@ class Episode:
         Raises:
             UnsupportedOption: for actions without names.
         """
-        if self.server_spec.actions is None:
+        actions = self.server_spec.action_set
+        if actions is None:
             raise UnsupportedOption(f"{self.env_name}'s actions have no names")
-        return self.server_spec.actions.names
+        return actions.names
 
     @property
     def action_space(self) -> spaces.Space[Any]:

@@ -1,89 +1,22 @@
-"""The server's static description (its ``openenv://ENV/spec`` resource), read by the client.
+"""The server's static description as the client names it: :class:`ServerSpec`.
 
-A server publishes it so a client knows the environment's spaces and actions
-before the first ``reset``; the spaces are rebuilt exactly
-(:func:`openenv_mcp.spaces.space_from_json`), so ``action_space`` and
-``observation_space`` here equal the environment's own.
+``ServerSpec`` is :class:`openenv_mcp.spec.EnvSpec` itself, under the name the
+client has always exported. The spec describes the environment, is made on the
+server's side from the environment and is read on the client's from the
+server's ``openenv://ENV/spec`` resource (:meth:`~openenv_mcp.spec.EnvSpec.from_json`),
+so the type lives low in the package, beside the contract, and the client
+imports it; one type under two names, not two types kept in step. The spaces are
+rebuilt exactly (:func:`openenv_mcp.spaces.space_from_json`), so ``action_space``
+and ``observation_space`` equal the environment's own. The client's older field
+names (``env``, ``actions``, ``reset_options``) still read, as properties, and an
+older server's resource (which used them as keys) still loads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from gymnasium import spaces
-
-from openenv_mcp.environment import ActionSet
-from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.spaces import space_from_json
+from openenv_mcp.spec import EnvSpec
 
 __all__ = ["ServerSpec"]
 
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """An environment server's static description.
-
-    Attributes:
-        env: the registered environment name (``"atari"``).
-        title: what is served (``"Atari Breakout"``).
-        description: one line about the environment.
-        action_space: the Gymnasium action space.
-        observation_space: the Gymnasium observation space.
-        actions: names of the discrete actions, or ``None``.
-        action_schema: JSON schema of ``step``'s ``action`` argument.
-        has_frame: whether the server can return frames (PNG images).
-        frame_is_observation: whether the observation is the RGB frame itself.
-        reset_options: JSON schema ``properties`` of per-episode reset options.
-        supports_snapshots: whether ``snapshot`` and ``reset(from_snapshot=...)`` work.
-        config: the environment's construction options.
-        settings: the server's limits and options.
-        extras: the arrays a call may ask for beside the observation (an Atari env's
-            screens and RAM).
-    """
-
-    env: str
-    title: str
-    description: str
-    action_space: spaces.Space[Any]
-    observation_space: spaces.Space[Any]
-    actions: ActionSet | None
-    action_schema: dict[str, Any]
-    has_frame: bool
-    frame_is_observation: bool
-    reset_options: dict[str, Any]
-    supports_snapshots: bool
-    config: dict[str, Any]
-    settings: dict[str, Any]
-    extras: tuple[str, ...] = ()
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ServerSpec:
-        """Parse the JSON of the ``spec`` resource.
-
-        Raises:
-            OpenEnvError: it lacks what an openenv-mcp server publishes.
-        """
-        try:
-            actions = data.get("actions")
-            return cls(
-                env=str(data["env"]),
-                title=str(data.get("title") or data["env"]),
-                description=str(data.get("description", "")),
-                action_space=space_from_json(data["action_space"]),
-                observation_space=space_from_json(data["observation_space"]),
-                actions=ActionSet.from_json(actions) if actions else None,
-                action_schema=dict(data.get("action_schema") or {}),
-                has_frame=bool(data.get("has_frame", False)),
-                frame_is_observation=bool(data.get("frame_is_observation", False)),
-                reset_options=dict(data.get("reset_options") or {}),
-                supports_snapshots=bool(data.get("supports_snapshots", False)),
-                config=dict(data.get("config") or {}),
-                settings=dict(data.get("settings") or {}),
-                extras=tuple(str(name) for name in data.get("extras") or ()),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise OpenEnvError(
-                f"the server's spec resource is not one this client reads ({exc!r}); "
-                "is the server an older or newer openenv-mcp?"
-            ) from None
+#: The client's name for :class:`openenv_mcp.spec.EnvSpec` (the same class).
+ServerSpec = EnvSpec

@@ -124,8 +124,8 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             ):
                 self.close()
                 raise ArgumentError(
-                    f"the servers differ: {first.env} has {first.action_space} and "
-                    f"{first.observation_space}, {other.env} has {other.action_space} "
+                    f"the servers differ: {first.name} has {first.action_space} and "
+                    f"{first.observation_space}, {other.name} has {other.action_space} "
                     f"and {other.observation_space}"
                 )
         self.single_action_space = first.action_space
@@ -140,7 +140,7 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
         }
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             self.close()
-            raise ArgumentError(f"render_mode {render_mode!r} is not available for {first.env}")
+            raise ArgumentError(f"render_mode {render_mode!r} is not available for {first.name}")
         self.render_mode = render_mode
         #: With recover="replay": where each episode's unseeded resets draw a seed from.
         self._replay_rngs: list[np.random.Generator | None] = [None] * count

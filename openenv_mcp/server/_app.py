@@ -16,7 +16,6 @@ import anyio.to_thread
 from fastmcp import FastMCP
 from pydantic import BaseModel
 
-from openenv_mcp._version import __version__
 from openenv_mcp.data.recording import check_writable, finish_videos
 from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError, RecordingFailed
@@ -50,7 +49,7 @@ class EnvApp:
             self.prototype.close()
             raise ArgumentError(f"{env_cls.__name__} breaks the contract: " + "; ".join(problems))
         #: Everything static about the environment, read by every face of the server.
-        self.spec = EnvSpec.of(self.prototype)
+        self.spec = EnvSpec.of(self.prototype, settings=settings.model_dump(mode="json"))
         profile = settings.shape
         # Agents get frames they can read; trainers the env's own, pixel for pixel.
         scale = settings.frame_scale
@@ -152,11 +151,7 @@ class EnvApp:
 
     def spec_json(self) -> dict[str, Any]:
         """Everything static a client needs, before any episode: the ``spec`` resource."""
-        return {
-            **self.spec.to_json(),
-            "openenv_mcp": __version__,
-            "settings": self.settings.model_dump(mode="json"),
-        }
+        return self.spec.to_json()
 
     def mount(self, server: FastMCP) -> None:
         """Add this environment's tools and resources to ``server``."""

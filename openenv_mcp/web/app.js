@@ -132,7 +132,7 @@ const held = new Set();
 const tapped = new Set();   // pressed since the last real-time step (a tap between two steps counts)
 
 function legalNames() {
-  const actions = state.spec.actions;
+  const actions = state.spec.action_set;
   return actions ? actions.map((a) => a.name) : [];
 }
 
@@ -159,21 +159,21 @@ function buildPlay() {
   const spec = state.spec;
   const actions = $("play-actions");
   actions.replaceChildren();
-  for (const a of spec.actions || []) {
+  for (const a of spec.action_set || []) {
     actions.append(el("button", { type: "button", textContent: a.name, title: a.meaning || a.name, dataset: { action: a.name }, onclick: () => act(a.name) }));
   }
-  if (!spec.actions) {
+  if (!spec.action_set) {
     const input = el("input", { id: "play-action-json", placeholder: "action as JSON, e.g. [0.5, -1]", size: 32 });
     actions.append(input, el("button", { type: "button", textContent: "Step", onclick: () => act(JSON.parse(input.value)) }));
   }
   const names = legalNames();
   const keys = Object.entries(KEY_PARTS).filter(([, p]) => names.some((n) => n.includes(p))).map(([k, p]) => `${k === " " ? "Space" : k.replace("Arrow", "")} = ${p}`);
-  $("play-keys").textContent = spec.actions
+  $("play-keys").textContent = spec.action_set
     ? (keys.length ? `Keys: ${keys.join(", ")} (combine them where the game allows); ` : "") + "digits 0-9 pick actions by number; Enter resets."
     : "";
   const options = $("reset-options");
   options.replaceChildren();
-  const schema = spec.reset_options;
+  const schema = spec.options;
   if (schema && schema.properties && Object.keys(schema.properties).length) {
     options.append(formFor(schema, "reset-opt"));
   }
@@ -185,7 +185,7 @@ async function resetEpisode(event) {
   if (state.agent) delete args.frames;
   const seed = $("reset-seed").value.trim();
   if (seed !== "") args.seed = Number(seed);
-  const schema = state.spec.reset_options;
+  const schema = state.spec.options;
   if (schema && schema.properties && Object.keys(schema.properties).length) {
     const options = readForm($("reset-options").firstElementChild, schema);
     if (options && Object.keys(options).length) args.options = options;
@@ -310,8 +310,8 @@ function onKey(event, down) {
     if (down && !realtime()) { const action = actionForKeys(); tapped.clear(); if (action) act(action); }
     return;
   }
-  if (down && /^[0-9]$/.test(event.key) && state.spec.actions) {
-    const a = state.spec.actions[Number(event.key)];
+  if (down && /^[0-9]$/.test(event.key) && state.spec.action_set) {
+    const a = state.spec.action_set[Number(event.key)];
     if (a) act(a.name);
   }
 }
@@ -719,7 +719,7 @@ async function main() {
     state.spec = state.info.spec;
     state.agent = state.spec.settings.profile === "agent";
     $("server-name").textContent = `${state.info.server} ${state.info.version}`;
-    document.body.dataset.env = state.spec.env;
+    document.body.dataset.env = state.spec.name;
     buildPlay();
     $("play-canvas").hidden = !state.spec.has_frame;
     const realtimeOk = state.spec.has_frame && legalNames().includes("NOOP");

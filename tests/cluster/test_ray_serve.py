@@ -443,7 +443,7 @@ def test_the_kuberay_config_deploys(cluster: dict[str, Any]) -> None:
                 await anonymous.connect()
         headers = {"Authorization": "Bearer k8s-t0k3n"}
         async with Session(cluster["url"], headers=headers) as session:
-            assert session.server_spec.env == "atari"
+            assert session.server_spec.name == "atari"
             group = [session.episode() for _ in range(4)]
             for i, episode in enumerate(group):
                 await episode.reset(seed=i)

@@ -108,7 +108,7 @@ async def test_info_gives_the_spec_and_how_the_server_is_served(breakout: Any) -
         info = (await web.get("/web/api/info")).json()
     assert info["server"] == "openenv-atari"
     assert info["spec"]["title"] == "Atari Breakout"
-    assert [a["name"] for a in info["spec"]["actions"]] == ["NOOP", "FIRE", "RIGHT", "LEFT"]
+    assert [a["name"] for a in info["spec"]["action_set"]] == ["NOOP", "FIRE", "RIGHT", "LEFT"]
     assert info["spec"]["settings"]["profile"] == "full"
     assert info["recording"] is False
     assert "FIRE" in info["instructions"]
