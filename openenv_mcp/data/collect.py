@@ -1,7 +1,7 @@
 """Rollouts at scale with any policy: ``openenv-mcp collect ENV --episodes N --concurrency K``.
 
 Every episode is played over MCP against a recorded server (``serve --record``),
-so what is collected is the recording format (:mod:`openenv_mcp.data.recording`),
+so what is collected is the recording format (:mod:`openenv_mcp.recording`),
 ready for ``replay`` and ``export``. The policy is one of:
 
 * ``random``: seeded random legal actions (the action mask respected);
@@ -33,8 +33,8 @@ from typing import Any
 import anyio
 
 from openenv_mcp._interpreter import python_command
-from openenv_mcp.data.recording import iter_recordings
 from openenv_mcp.errors import ArgumentError
+from openenv_mcp.recording import iter_recordings
 from openenv_mcp.registry import load_reference
 
 __all__ = ["CollectConfig", "CollectResult", "run_collect"]

@@ -31,8 +31,8 @@ import orjson
 from gymnasium import spaces as gym_spaces
 
 from openenv_mcp.codecs import to_jsonable
-from openenv_mcp.data.recording import Recording, iter_recordings, read_recording
 from openenv_mcp.errors import ArgumentError
+from openenv_mcp.recording import Recording, iter_recordings, read_recording
 from openenv_mcp.spaces import encode, is_array_space
 
 __all__ = ["ExportReport", "export_jsonl", "export_minari", "select"]
@@ -155,7 +155,7 @@ def export_minari(
     environment. Episodes are read one at a time: memory holds one episode's frames.
 
     The environment class and rewards the recordings name are resolved as
-    :func:`~openenv_mcp.data.recording.replay` resolves them: only among the registered
+    :func:`~openenv_mcp.recording.replay` resolves them: only among the registered
     environments and installed modules, never from the current directory or ``directory``.
 
     Args:

@@ -9,7 +9,6 @@ from typing import Any
 
 from openenv_mcp._rng import set_rng_from_wire
 from openenv_mcp.codecs import Frames, encode_png
-from openenv_mcp.data.recording import EpisodeRecorder
 from openenv_mcp.environment import Environment, has_frame
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.pipeline.base import EpisodeState, Layer, SavedEpisode
@@ -21,6 +20,7 @@ from openenv_mcp.pipeline.recorder import Recorder, RecordErrors
 from openenv_mcp.pipeline.repeat import step_repeated
 from openenv_mcp.pipeline.rewards import ServedRewards
 from openenv_mcp.pipeline.view import Outcome, View
+from openenv_mcp.recording import EpisodeRecorder
 from openenv_mcp.rewards import RewardSet, load_rewards
 
 __all__ = ["EpisodePipeline", "PipelineOptions"]
@@ -35,7 +35,7 @@ class PipelineOptions:
             (see :data:`~openenv_mcp.pipeline.view.MIN_FRAME_EDGE`).
         rewards: ``package.module:obj`` references of rewards to compose, loaded where
             the env lives (beside the env's own ``serving.rewards``).
-        record: a directory to record every episode into (:mod:`openenv_mcp.data.recording`).
+        record: a directory to record every episode into (:mod:`openenv_mcp.recording`).
         record_video: also write an MP4 of each recorded episode with frames.
         describe: what a recording's start record says of the environment.
         record_errors: what a failed recording does (:mod:`.recorder`).

@@ -1,5 +1,5 @@
 """Recording (``serve --record``): every episode's start, steps, calls and end, flushed
-before each answer (:class:`openenv_mcp.data.recording.EpisodeRecorder` writes the file).
+before each answer (:class:`openenv_mcp.recording.EpisodeRecorder` writes the file).
 
 A write that fails (the disk full, the directory read-only, the file deleted) is
 :class:`~openenv_mcp.errors.RecordingFailed`: with ``record_errors="refuse"`` (the
@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from openenv_mcp.data.recording import EpisodeRecorder
 from openenv_mcp.errors import EnvCrashed, OpenEnvError, RecordingFailed
 from openenv_mcp.pipeline.base import Layer, Moment, SavedEpisode
+from openenv_mcp.recording import EpisodeRecorder
 
 __all__ = ["RecordErrors", "Recorder"]
 

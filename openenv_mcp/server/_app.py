@@ -16,10 +16,10 @@ import anyio.to_thread
 from fastmcp import FastMCP
 from pydantic import BaseModel
 
-from openenv_mcp.data.recording import check_writable, finish_videos
 from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError, RecordingFailed
 from openenv_mcp.pipeline import PipelineOptions
+from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.episodes._episodes import EpisodeTable

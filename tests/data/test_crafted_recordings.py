@@ -26,8 +26,8 @@ import pytest
 from fastmcp import Client
 
 from openenv_mcp.data.export import export_jsonl, export_minari
-from openenv_mcp.data.recording import replay
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled
+from openenv_mcp.recording import replay
 from openenv_mcp.server import ServerSettings, build_server
 
 try:  # imported while collecting, as test_minari.py does: h5py's import runs `uname`

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from openenv_mcp.data.recording import iter_recordings, read_recording
+from openenv_mcp.recording import iter_recordings, read_recording
 from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call
 
 pytestmark = pytest.mark.integration

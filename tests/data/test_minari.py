@@ -22,9 +22,9 @@ from gymnasium.envs.registration import EnvSpec
 
 from openenv_mcp.client import MCPEnvClient, MCPGymEnv
 from openenv_mcp.data.export import export_minari
-from openenv_mcp.data.recording import iter_recordings
 from openenv_mcp.errors import DependencyNotInstalled
 from openenv_mcp.options import cli_args, make_config, parse_cli_options
+from openenv_mcp.recording import iter_recordings
 from openenv_mcp.registry import env_names, get_env_class
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests.servers import REQUIRED_OPTIONS

@@ -20,14 +20,14 @@ from fastmcp import Client
 
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.data.export import export_jsonl
-from openenv_mcp.data.recording import (
+from openenv_mcp.errors import ArgumentError, RecordingFailed, ResetNeeded
+from openenv_mcp.recording import (
     finish_videos,
     iter_frames,
     iter_recordings,
     read_recording,
     replay,
 )
-from openenv_mcp.errors import ArgumentError, RecordingFailed, ResetNeeded
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from tests.servers import CLI, ROOT, free_port, http_server
 

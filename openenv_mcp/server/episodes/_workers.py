@@ -129,7 +129,7 @@ def _worker_main(fd: int) -> None:
     for episode in episodes.values():
         with contextlib.suppress(Exception):
             episode.close()
-    from openenv_mcp.data.recording import finish_videos
+    from openenv_mcp.recording import finish_videos
 
     finish_videos()  # a recorded episode's video, still being written
 

@@ -308,7 +308,7 @@ class WebPage:
         return _json({"recording": True, "recordings": listed})
 
     def _list_recordings(self) -> list[dict[str, Any]]:
-        from openenv_mcp.data.recording import read_recording
+        from openenv_mcp.recording import read_recording
 
         listed = []
         for rid, path in self._recording_files().items():
@@ -337,7 +337,7 @@ class WebPage:
         return _json(await anyio.to_thread.run_sync(self._read, path))
 
     def _read(self, path: Path) -> dict[str, Any]:
-        from openenv_mcp.data.recording import iter_frames, read_recording
+        from openenv_mcp.recording import iter_frames, read_recording
 
         rec = read_recording(path, observations=False)
         actions = self.app.prototype.action_set
@@ -394,7 +394,7 @@ class WebPage:
 
     @staticmethod
     def _frame_at(path: Path, index: int) -> bytes | None:
-        from openenv_mcp.data.recording import iter_frames
+        from openenv_mcp.recording import iter_frames
 
         for k, frame in enumerate(iter_frames(path)):
             if k == index:

@@ -1,0 +1,62 @@
+"""Every episode recorded as it happens (``serve ... --record DIR``), read back and replayed.
+
+One episode is one JSON Lines file, ``DIR/<public id>-<n>.jsonl`` (``n``
+counts the resets of one handle), written where the environment lives and
+flushed after every record, so a server killed at any point leaves every step
+up to the last one answered readable. The public id
+(:func:`~openenv_mcp._handles.public_id`) names the episode without being its
+handle, which is a capability: neither a file name nor a record holds a handle.
+The directory is made 0700 and every file 0600 (the owner's alone).
+
+* ``start``: the environment, its class and config, the seed and options, the
+  package versions, the spaces, the first observation and info, and the call;
+* ``step``: the action (as the env took it), the reward and its breakdown, the
+  env's own reward (``env_reward``), terminated, truncated, info, the observation, and the tool
+  call that drove it (on the first step of a call; ``repeat`` makes several);
+* ``call``: another tool call on the episode (``state``, the env's own tools);
+* ``end``: why it ended (terminated, truncated, reset, closed, broken), steps,
+  return, and the trajectory rewards.
+
+Array observations (frames) are stored losslessly as zstd of the XOR with the
+previous observation: consecutive Atari frames differ in few bytes. With
+``record_video`` (and the ``av`` package) each finished episode with frames is
+also written as ``.mp4`` beside it, for people.
+
+:func:`read_recording` reads a file back; a file without its ``end`` record
+(the server was killed) reads as ``complete=False``, never as an error.
+
+Where each part lives: the format and its reader (:mod:`._format`), the writer
+(:mod:`._writer`), replay (:mod:`._replay`). This package sits below the episode
+pipeline (whose recorder layer calls the writer) and imports nothing above it: what
+drives clients and servers to make data (``collect``, ``export``) is
+:mod:`openenv_mcp.data`.
+"""
+
+# ``iter_frames`` and ``finish_videos`` (``X as X``: importable here, not in ``__all__``)
+# are what the server uses beside the public names: its web page's replays, its shutdown.
+from openenv_mcp.recording._format import (
+    FORMAT,
+    RecordedStep,
+    Recording,
+    iter_recordings,
+    read_recording,
+    versions,
+)
+from openenv_mcp.recording._format import iter_frames as iter_frames
+from openenv_mcp.recording._replay import ReplayReport, replay
+from openenv_mcp.recording._writer import EpisodeRecorder, check_writable, write_video
+from openenv_mcp.recording._writer import finish_videos as finish_videos
+
+__all__ = [
+    "FORMAT",
+    "EpisodeRecorder",
+    "RecordedStep",
+    "Recording",
+    "ReplayReport",
+    "check_writable",
+    "iter_recordings",
+    "read_recording",
+    "replay",
+    "versions",
+    "write_video",
+]
