@@ -3,7 +3,7 @@
 A trainer needs none of this; a model playing through an agent harness reads
 it in every answer. An environment declares its narration as a class::
 
-    class CorridorNarration(Narration["CorridorEnv"]):
+    class CorridorNarration(Narration[Narrated]):
         @property
         def title(self) -> str:
             return "Corridor"
@@ -17,6 +17,11 @@ it in every answer. An environment declares its narration as a class::
     class CorridorEnv(Environment[CorridorConfig]):
         narration = CorridorNarration
 
+A narration that reads more of its environment than :class:`Narrated` names (its
+game, its board) says what in a Protocol of its own, ``class CorridorView(Narrated,
+Protocol)``, and is a ``Narration[CorridorView]``: typed without importing the module
+of its environment, which imports it.
+
 The server makes one per environment instance (``narration_of(env)``), where
 that environment lives. Without one, the defaults apply: the env's name as the
 title, its description as the rules, no events beyond what the server tells
@@ -25,14 +30,29 @@ itself (a life lost, the episode's end).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from openenv_mcp.environment import Environment, StepResult
+    from openenv_mcp.environment import ActionSet, Environment, StepResult
 
-__all__ = ["Narration", "narration_of"]
+__all__ = ["Narrated", "Narration", "narration_of"]
 
-EnvT = TypeVar("EnvT", bound="Environment[Any]")
+
+class Narrated(Protocol):
+    """What a narration reads of its environment by default: every
+    :class:`~openenv_mcp.environment.Environment` has it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def action_set(self) -> ActionSet | None: ...
+
+
+EnvT = TypeVar("EnvT", bound=Narrated)
 
 
 class Narration(Generic[EnvT]):

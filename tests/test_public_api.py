@@ -57,7 +57,7 @@ PUBLIC = {
         "parse_options",
         "supports_snapshots",
     ],
-    "openenv_mcp.narration": ["Narration", "narration_of"],
+    "openenv_mcp.narration": ["Narrated", "Narration", "narration_of"],
     "openenv_mcp.transports": ["TRANSPORTS", "Transport", "TransportName", "is_shared"],
     "openenv_mcp.spec": ["EnvSpec", "action_schema", "model_properties"],
     "openenv_mcp.pipeline": [
@@ -279,14 +279,14 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return name or None
 
 
-def _edges(path: Path, modules: dict[str, Path]) -> set[str]:
+def _edges(path: Path, modules: dict[str, Path], types: bool = False) -> set[str]:
     """Every internal module ``path`` imports, at module level or in a function (not under
-    ``if TYPE_CHECKING``), plus the targets of a package's lazy exports."""
+    ``if TYPE_CHECKING``, unless ``types``), plus the targets of a package's lazy exports."""
     tree = ast.parse(path.read_text())
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not types and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.orelse:
                 visit(child)
             return
@@ -327,6 +327,43 @@ def test_no_import_cycles() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node)
+
+
+def test_no_environment_imports_itself_back_even_for_types() -> None:
+    """An environment's parts (its narration) are typed without importing its ``env``
+    module, which imports them: a Protocol of what they read (``AtariView``), never an
+    import under ``if TYPE_CHECKING`` that makes a circle the other tests cannot see."""
+    modules = _modules()
+    envs = {name: path for name, path in modules.items() if not _framework(name)}
+    for name, path in envs.items():
+        for imported in _edges(path, modules, types=True) - {name}:
+            assert name not in _edges(modules[imported], modules, types=True), (
+                f"{name} and {imported} import each other"
+            )
+
+
+#: Above the recording (:mod:`openenv_mcp.recording`, which the pipeline's recorder and
+#: ``replay`` use): the pipeline, the client and the server, and what drives them.
+ABOVE_THE_RECORDING = ("pipeline", "client", "server", "data", "cli", "bench", "cluster", "web")
+
+
+def test_the_recording_is_below_the_pipeline_and_the_drivers_above_the_client() -> None:
+    """``openenv_mcp.recording`` (the format, its writer and reader, replay) reaches no
+    module above it, even lazily; ``openenv_mcp.data`` (collect, export: they drive clients
+    and servers) is imported by nothing below it, only by the CLI."""
+    modules = _modules()
+    reached, todo = set(), [m for m in modules if m.startswith("openenv_mcp.recording")]
+    while todo:
+        for imported in _edges(modules[todo.pop()], modules) - reached:
+            reached.add(imported)
+            todo.append(imported)
+    above = {".".join(m.split(".")[:2]) for m in reached}
+    above &= {f"openenv_mcp.{floor}" for floor in ABOVE_THE_RECORDING}
+    assert not above, f"openenv_mcp.recording reaches {sorted(above)}"
+    for name, path in modules.items():
+        drivers = {m for m in _edges(path, modules) if m.startswith("openenv_mcp.data")}
+        if drivers and not name.startswith(("openenv_mcp.data", "openenv_mcp.cli")):
+            raise AssertionError(f"{name} imports {sorted(drivers)}, which drive clients")
 
 
 def test_only_the_cluster_package_imports_ray() -> None:

@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openenv_mcp.environment import StepResult
-from openenv_mcp.narration import Narration
+from openenv_mcp.narration import Narrated, Narration
 
 if TYPE_CHECKING:
-    from openenv_mcp_envs.atari.env import AtariEnv
+    from openenv_mcp.environment import ActionSet
+    from openenv_mcp_envs.atari._emulator import AtariConfig, AtariEmulator
+    from openenv_mcp_envs.atari._games import Game
 
 
-class AtariNarration(Narration["AtariEnv"]):
+class AtariView(Narrated, Protocol):
+    """What the narration reads of :class:`~openenv_mcp_envs.atari.env.AtariEnv` (named
+    here, so this module need not import the env's, which imports it)."""
+
+    @property
+    def config(self) -> AtariConfig: ...
+
+    @property
+    def emu(self) -> AtariEmulator: ...
+
+    @property
+    def game(self) -> Game | None: ...
+
+    @property
+    def actions(self) -> ActionSet: ...
+
+
+class AtariNarration(Narration[AtariView]):
     """The game's own words (``_games.GAMES``) where they are known and checked."""
-
-    env: AtariEnv
 
     @property
     def title(self) -> str:

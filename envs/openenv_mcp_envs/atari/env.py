@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -211,3 +211,10 @@ class AtariEnv(Environment[AtariConfig]):
             self.preprocessing.restore(snapshot)
         else:
             self.emu.restore_state(snapshot)
+
+
+if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (AtariView)
+    from openenv_mcp_envs.atari._narration import AtariView
+
+    def _narrated(env: AtariEnv) -> AtariView:
+        return env

@@ -3,21 +3,54 @@ move's events."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import chess
 
 from openenv_mcp.environment import StepResult
-from openenv_mcp.narration import Narration
+from openenv_mcp.narration import Narrated, Narration
 
 if TYPE_CHECKING:
-    from openenv_mcp_envs.chess.env import ChessEnv
+    from openenv_mcp_envs.chess._engine import Opponent
 
 
-class ChessNarration(Narration["ChessEnv"]):
+class _Rules(Protocol):
+    """What the narration reads of the game's config (``ChessConfig``)."""
+
+    @property
+    def color(self) -> str: ...
+
+    @property
+    def claim_draw(self) -> bool: ...
+
+    @property
+    def illegal_penalty(self) -> float: ...
+
+    @property
+    def max_moves(self) -> int: ...
+
+
+class ChessView(Narrated, Protocol):
+    """What the narration reads of :class:`~openenv_mcp_envs.chess.env.ChessEnv` (named
+    here, so this module need not import the env's, which imports it)."""
+
+    @property
+    def config(self) -> _Rules: ...
+
+    @property
+    def opponent(self) -> Opponent | None: ...
+
+    @property
+    def board(self) -> chess.Board: ...
+
+    @property
+    def agent(self) -> bool | None: ...
+
+    def describe(self, board: chess.Board) -> str: ...
+
+
+class ChessNarration(Narration[ChessView]):
     """The rules as configured, the board as a diagram, moves and replies in SAN."""
-
-    env: ChessEnv
 
     @property
     def title(self) -> str:

@@ -18,7 +18,7 @@ import copy
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import chess
 import numpy as np
@@ -643,3 +643,10 @@ class ChessEnv(Environment[ChessConfig]):
         self._board, self._rng = board, rng
         self._agent, self._perspective = snapshot.agent, snapshot.perspective
         self._steps, self._illegal = snapshot.steps, snapshot.illegal
+
+
+if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (ChessView)
+    from openenv_mcp_envs.chess._narration import ChessView
+
+    def _narrated(env: ChessEnv) -> ChessView:
+        return env

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openenv_mcp.environment import StepResult
-from openenv_mcp.narration import Narration
+from openenv_mcp.narration import Narrated, Narration
 
 if TYPE_CHECKING:
-    from openenv_mcp_envs.coding.env import CodingEnv
+    from openenv_mcp_envs.coding._sandbox import Limits, Sandbox
+    from openenv_mcp_envs.coding._tasks import Task
 
 #: What an action is, for a model.
 ACTION_TEXT = (
@@ -19,10 +21,47 @@ ACTION_TEXT = (
 )
 
 
-class CodingNarration(Narration["CodingEnv"]):
-    """The task's prompt, the sandbox's limits, and what each run did."""
+class _Rules(Protocol):
+    """What the narration reads of the environment's config (``CodingConfig``)."""
 
-    env: CodingEnv
+    @property
+    def feedback(self) -> str: ...
+
+    @property
+    def persist_files(self) -> bool: ...
+
+    @property
+    def reward(self) -> str: ...
+
+    @property
+    def max_steps(self) -> int: ...
+
+
+class CodingView(Narrated, Protocol):
+    """What the narration reads of :class:`~openenv_mcp_envs.coding.env.CodingEnv` (named
+    here, so this module need not import the env's, which imports it)."""
+
+    @property
+    def config(self) -> _Rules: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def sandbox(self) -> Sandbox: ...
+
+    @property
+    def task(self) -> Task | None: ...
+
+    @property
+    def tasks(self) -> Sequence[Task]: ...
+
+    @property
+    def events(self) -> Sequence[str]: ...
+
+
+class CodingNarration(Narration[CodingView]):
+    """The task's prompt, the sandbox's limits, and what each run did."""
 
     @property
     def title(self) -> str:

@@ -12,7 +12,7 @@ import logging
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -758,3 +758,10 @@ def _short(value: Any, limit: int = 120) -> str:
 
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (CodingView)
+    from openenv_mcp_envs.coding._narration import CodingView
+
+    def _narrated(env: CodingEnv) -> CodingView:
+        return env

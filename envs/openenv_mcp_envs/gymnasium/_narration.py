@@ -3,20 +3,30 @@ in words (``_known.py``'s describers, else a generic text)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from openenv_mcp.narration import Narration
+from openenv_mcp.narration import Narrated, Narration
 
-if TYPE_CHECKING:
-    from openenv_mcp_envs.gymnasium.env import GymnasiumEnv
-
-__all__ = ["GymnasiumNarration"]
+__all__ = ["GymnasiumNarration", "GymnasiumView"]
 
 
-class GymnasiumNarration(Narration["GymnasiumEnv"]):
+class _Id(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class GymnasiumView(Narrated, Protocol):
+    """What the narration reads of :class:`~openenv_mcp_envs.gymnasium.env.GymnasiumEnv`
+    (named here, so this module need not import the env's, which imports it)."""
+
+    @property
+    def config(self) -> _Id: ...
+
+    def describe(self, observation: Any) -> str: ...
+
+
+class GymnasiumNarration(Narration[GymnasiumView]):
     """The id and the observation in words; the action names come from the action set."""
-
-    env: GymnasiumEnv
 
     @property
     def title(self) -> str:

@@ -26,7 +26,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -396,3 +396,10 @@ def _generic_text(space: spaces.Space[Any], observation: Any) -> str:
         shape = "x".join(str(s) for s in observation.shape)
         return f"observation: a {shape} {observation.dtype} array"
     return f"observation {json.dumps(to_jsonable(observation))}"
+
+
+if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (GymnasiumView)
+    from openenv_mcp_envs.gymnasium._narration import GymnasiumView
+
+    def _narrated(env: GymnasiumEnv) -> GymnasiumView:
+        return env

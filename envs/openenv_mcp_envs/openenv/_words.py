@@ -22,20 +22,20 @@ last answer, and any value past :data:`_SHOWN` characters in all.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import orjson
 
 from openenv_mcp.codecs import is_raw
 from openenv_mcp.environment import StepResult
-from openenv_mcp.narration import Narration
+from openenv_mcp.narration import Narrated, Narration
 from openenv_mcp_envs.openenv._images import IMAGE_HINTS
 
 if TYPE_CHECKING:
-    from openenv_mcp_envs.openenv.env import OpenEnvEnv  # noqa: F401  (the narration's env, named as a string)
+    from openenv_mcp_envs.openenv._described import Described, Observed
 
-__all__ = ["OpenEnvNarration", "told"]
+__all__ = ["OpenEnvNarration", "OpenEnvView", "told"]
 
 #: A value whose text is at most this long (and one line) stands in the observation's line.
 _INLINE = 80
@@ -302,7 +302,25 @@ def _tool_whole(observation: dict[str, Any]) -> str | None:
     return f"{tool} returned: {_json(returned, _SHOWN)}"
 
 
-class OpenEnvNarration(Narration["OpenEnvEnv"]):
+class OpenEnvView(Narrated, Protocol):
+    """What the narration reads of :class:`~openenv_mcp_envs.openenv.env.OpenEnvEnv`, the
+    last observations included (named here, so this module need not import the env's,
+    which imports it)."""
+
+    @property
+    def described(self) -> Described: ...
+
+    @property
+    def seed_words(self) -> str: ...
+
+    @property
+    def _last(self) -> Observed | None: ...
+
+    @property
+    def _previous(self) -> dict[str, Any] | None: ...
+
+
+class OpenEnvNarration(Narration[OpenEnvView]):
     """The words a model reads of :class:`~openenv_mcp_envs.openenv.env.OpenEnvEnv`."""
 
     @property

@@ -35,7 +35,7 @@ import inspect
 import json
 import threading
 import typing
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
 from pydantic import (
@@ -492,3 +492,10 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
 
     def close(self) -> None:
         self._session.close()
+
+
+if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (OpenEnvView)
+    from openenv_mcp_envs.openenv._words import OpenEnvView
+
+    def _narrated(env: OpenEnvEnv) -> OpenEnvView:
+        return env

@@ -3,19 +3,16 @@ legal actions in words, each turn's moves, and the names of the actions legal no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
 import pyspiel
 
 from openenv_mcp.environment import StepResult
-from openenv_mcp.narration import Narration
+from openenv_mcp.narration import Narrated, Narration
 from openenv_mcp_envs.openspiel import _bots
 from openenv_mcp_envs.openspiel._games import RULES
 
-if TYPE_CHECKING:
-    from openenv_mcp_envs.openspiel.env import OpenSpielEnv
-
-__all__ = ["LIST_LIMIT", "OpenSpielNarration", "listing", "short_name"]
+__all__ = ["LIST_LIMIT", "OpenSpielNarration", "OpenSpielView", "listing", "short_name"]
 
 #: Legal actions listed in an error or an event before "... and N more".
 LIST_LIMIT = 60
@@ -34,11 +31,61 @@ def listing(pairs: list[tuple[int, str]], limit: int = LIST_LIMIT) -> str:
     return shown + (f", ... and {more} more (call legal_actions)" if more > 0 else "") or "none"
 
 
-class OpenSpielNarration(Narration["OpenSpielEnv"]):
+class _Seating(Protocol):
+    """What the narration reads of the game's config (``OpenSpielConfig``)."""
+
+    @property
+    def player(self) -> int | Literal["random"]: ...
+
+    @property
+    def opponent(self) -> _bots.OpponentKind: ...
+
+    @property
+    def max_episode_steps(self) -> int | None: ...
+
+
+class OpenSpielView(Narrated, Protocol):
+    """What the narration reads of :class:`~openenv_mcp_envs.openspiel.env.OpenSpielEnv`
+    (named here, so this module need not import the env's, which imports it)."""
+
+    @property
+    def config(self) -> _Seating: ...
+
+    @property
+    def game(self) -> Any: ...
+
+    @property
+    def game_type(self) -> Any: ...
+
+    @property
+    def game_state(self) -> Any: ...
+
+    @property
+    def short_name(self) -> str: ...
+
+    @property
+    def num_players(self) -> int: ...
+
+    @property
+    def n_actions(self) -> int: ...
+
+    @property
+    def perfect(self) -> bool: ...
+
+    @property
+    def seat(self) -> int: ...
+
+    @property
+    def render_mode(self) -> str | None: ...
+
+    def agent_text(self, state: Any, seat: int) -> str: ...
+
+    def legal(self) -> list[tuple[int, str]]: ...
+
+
+class OpenSpielNarration(Narration[OpenSpielView]):
     """The game's rules (``_games.RULES``), the seat and opponents, the state as the agent
     may see it, and the moves of every turn."""
-
-    env: OpenSpielEnv
 
     @property
     def title(self) -> str:

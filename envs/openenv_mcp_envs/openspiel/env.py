@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pyspiel
@@ -561,3 +561,10 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         self._chance_rng.set_state(snapshot["chance_rng"])
         self._opponent_rng.set_state(snapshot["opponent_rng"])
         self._seat_rng.set_state(snapshot["seat_rng"])
+
+
+if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (OpenSpielView)
+    from openenv_mcp_envs.openspiel._narration import OpenSpielView
+
+    def _narrated(env: OpenSpielEnv) -> OpenSpielView:
+        return env

@@ -3,16 +3,19 @@ the portfolio in one line, and each day's trades."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openenv_mcp.environment import StepResult
-from openenv_mcp.narration import Narration
+from openenv_mcp.narration import Narrated, Narration
 from openenv_mcp_envs.trading._data import FEATURES
 
 if TYPE_CHECKING:
-    from openenv_mcp_envs.trading.env import TradingEnv
+    import numpy as np
 
-__all__ = ["TradingNarration"]
+    from openenv_mcp_envs.trading._data import Market
+
+__all__ = ["TradingNarration", "TradingView"]
 
 
 def _clean(value: float, below: float) -> float:
@@ -20,10 +23,70 @@ def _clean(value: float, below: float) -> float:
     return 0.0 if abs(value) < below else float(value)
 
 
-class TradingNarration(Narration["TradingEnv"]):
-    """The data, the reward and the rebalancing rules as configured; the portfolio today."""
+class _Terms(Protocol):
+    """What the narration reads of the env's config (``TradingConfig``)."""
 
-    env: TradingEnv
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def reward(self) -> str: ...
+
+    @property
+    def sharpe_eta(self) -> float: ...
+
+    @property
+    def initial_cash(self) -> float: ...
+
+    @property
+    def cost(self) -> float: ...
+
+    @property
+    def long_only(self) -> bool: ...
+
+
+class TradingView(Narrated, Protocol):
+    """What the narration reads of :class:`~openenv_mcp_envs.trading.env.TradingEnv`, its
+    book-keeping included (named here, so this module need not import the env's, which
+    imports it)."""
+
+    @property
+    def config(self) -> _Terms: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def tickers(self) -> Sequence[str]: ...
+
+    @property
+    def market(self) -> Market | None: ...
+
+    @property
+    def _base(self) -> Market | None: ...
+
+    @property
+    def _start(self) -> int: ...
+
+    @property
+    def _t(self) -> int: ...
+
+    @property
+    def _cash(self) -> float: ...
+
+    @property
+    def _shares(self) -> np.ndarray: ...
+
+    @property
+    def _values(self) -> Sequence[float]: ...
+
+    def _value(self) -> float: ...
+
+    def _weights(self) -> np.ndarray: ...
+
+
+class TradingNarration(Narration[TradingView]):
+    """The data, the reward and the rebalancing rules as configured; the portfolio today."""
 
     @property
     def title(self) -> str:

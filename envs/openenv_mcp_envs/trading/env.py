@@ -16,7 +16,7 @@ synthetic``), or the user's own CSV (``--csv PATH``). An episode covers
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -587,3 +587,10 @@ def _brief(value: Any, limit: int = 60) -> str:
 
 def _what(value: Any) -> str:
     return f"{type(value).__name__} {_brief(value)}"
+
+
+if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (TradingView)
+    from openenv_mcp_envs.trading._narration import TradingView
+
+    def _narrated(env: TradingEnv) -> TradingView:
+        return env
