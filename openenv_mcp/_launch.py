@@ -23,20 +23,26 @@ import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "serves_stdio"]
+from openenv_mcp.transports import TRANSPORTS, host_argv, served_transport
+
+__all__ = ["main", "relays", "serves_stdio"]
 
 
-#: Flags after which ``serve`` does not serve over stdio (or not through the prelude's path).
-_NOT_STDIO = frozenset({"--http", "--ray", "--help", "-h", "--no-fast-path"})
+_STDIO = TRANSPORTS["stdio"]
+_HELP = frozenset({"--help", "-h"})
 
 
 def serves_stdio(argv: Sequence[str]) -> bool:
-    """Whether the command line ``argv`` (without the program) serves over stdio."""
-    return bool(argv) and argv[0] == "serve" and _NOT_STDIO.isdisjoint(argv[1:])
-
-
-#: Flags of the stdio front that the episode host it relays to does not take.
-_FRONT_ONLY = frozenset({"--stdio", "--episode-host"})
+    """Whether the command line ``argv`` (without the program) serves over stdio through
+    the prelude: the transport it names (:func:`~openenv_mcp.transports.served_transport`)
+    and that transport's own entry in the table decide, not a list kept here."""
+    if not argv or argv[0] != "serve" or not _HELP.isdisjoint(argv):
+        return False
+    served = served_transport(argv[1:])
+    if served is None:
+        return False
+    transport = TRANSPORTS[served]
+    return transport.prelude and set(transport.prelude_off).isdisjoint(argv)
 
 
 def relays(argv: Sequence[str]) -> bool:
@@ -44,17 +50,9 @@ def relays(argv: Sequence[str]) -> bool:
     ``--episode-host``, or ``--agent`` (the agent profile and, over stdio, the host)."""
     return (
         serves_stdio(argv)
-        and not {"--episode-host", "--agent"}.isdisjoint(argv)
+        and not set(_STDIO.relay_flags).isdisjoint(argv)
         and "--episode-host-socket" not in argv
     )
-
-
-def host_argv(argv: Sequence[str]) -> list[str]:
-    """The ``serve`` arguments a front passes its episode host: ``--agent`` spelled out as
-    ``--profile agent`` (so both spellings share one host), the front's own flags dropped."""
-    env, *rest = argv[1:] or [""]
-    spelled = (["--profile", "agent"] if arg == "--agent" else [arg] for arg in rest)
-    return [env, *(arg for args in spelled for arg in args if arg not in _FRONT_ONLY)]
 
 
 def _env_file_readable() -> None:

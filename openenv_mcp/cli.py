@@ -10,23 +10,20 @@ import contextlib
 import json
 import logging
 import os
-import shlex
 import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import anyio
 import typer
 
-from openenv_mcp._interpreter import python_command
 from openenv_mcp.codecs import BenchFrames
 from openenv_mcp.errors import OpenEnvError, ServerDied
 from openenv_mcp.options import flag, make_config, parse_cli_options
 from openenv_mcp.registry import env_names, get_entry, get_env_class
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.transports._token import ARGV_WARNING, TOKEN_ENV, read_token_file
-from openenv_mcp.transports import TRANSPORTS, TransportName
+from openenv_mcp.transports import SERVED, TRANSPORTS, ServedName, TransportName, host_argv
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -88,6 +85,25 @@ def _load(env: str) -> type[Environment[Any]]:
         raise _fail(str(exc)) from None
 
 
+_STDIO, _HTTP, _RAY = (TRANSPORTS[t].panel for t in SERVED)
+_AGENT = "The agent line"
+#: The transport flags: their values build the chosen transport's object.
+_TRANSPORT_PARAMS = (
+    "host",
+    "port",
+    "allowed_host",
+    "auth_token",
+    "web",
+    "openenv",
+    "web_port",
+    "episode_host",
+    "episode_host_socket",
+    "replicas",
+    "ray_address",
+    "replica_cpus",
+)
+
+
 @app.command(
     context_settings=_EXTRA,
     epilog="Server settings (any of them, before or after the environment's options):\n\n"
@@ -99,17 +115,70 @@ def serve(
         str,
         typer.Argument(help="Environment name (see `openenv-mcp list`), or module:Class."),
     ],
-    stdio: Annotated[bool, typer.Option("--stdio", help="Serve over stdio (default).")] = False,
-    http: Annotated[bool, typer.Option("--http", help="Serve over Streamable HTTP.")] = False,
+    transport: Annotated[
+        ServedName | None,
+        typer.Option(
+            show_default=False,
+            help="How clients reach the server: "
+            + "; ".join(f"{t}, {TRANSPORTS[t].summary}" for t in SERVED)
+            + ". Default: stdio.",
+        ),
+    ] = None,
+    stdio: Annotated[bool, typer.Option("--stdio", hidden=True)] = False,
+    http: Annotated[bool, typer.Option("--http", hidden=True)] = False,
+    ray: Annotated[bool, typer.Option("--ray", hidden=True)] = False,
+    agent: Annotated[
+        bool,
+        typer.Option(
+            "--agent",
+            rich_help_panel=_AGENT,
+            help="For a model in a harness: --profile agent and, over stdio, --episode-host.",
+        ),
+    ] = False,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            show_default=False,
+            help="Log level; logs go to stderr. Default: WARNING over stdio (a harness may "
+            "show any stderr line as an error), INFO otherwise.",
+        ),
+    ] = None,
+    web_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            rich_help_panel=_STDIO,
+            show_default=False,
+            help="Also serve the web page on this loopback port (0: any free port) to watch "
+            "the agent play; the address is logged on stderr.",
+        ),
+    ] = None,
+    episode_host: Annotated[
+        bool,
+        typer.Option(
+            "--episode-host",
+            rich_help_panel=_STDIO,
+            help="Keep episodes in this user's episode host (started on demand, private, "
+            "stopped when idle), so they outlive this process: for agent frameworks that "
+            "start a server per tool call.",
+        ),
+    ] = False,
+    episode_host_socket: Annotated[Path | None, typer.Option(hidden=True)] = None,
     host: Annotated[
-        str, typer.Option(envvar="OPENENV_MCP_HOST", help="HTTP bind address.")
+        str,
+        typer.Option(envvar="OPENENV_MCP_HOST", rich_help_panel=_HTTP, help="Bind address."),
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(envvar="OPENENV_MCP_PORT", help="HTTP port.")] = 8765,
+    port: Annotated[
+        int, typer.Option(envvar="OPENENV_MCP_PORT", rich_help_panel=_HTTP, help="Port.")
+    ] = 8765,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(
             envvar="OPENENV_MCP_ALLOWED_HOSTS",
-            help="Another name clients may reach the server by (the Host header), e.g. a "
+            rich_help_panel=_HTTP,
+            show_default=False,
+            help="Another name clients may reach the server by (its Host header), e.g. a "
             "Kubernetes Service's; repeatable. Loopback names are always allowed.",
         ),
     ] = None,
@@ -117,221 +186,103 @@ def serve(
         str | None,
         typer.Option(
             envvar=TOKEN_ENV,
-            help="Require 'Authorization: Bearer TOKEN' over HTTP (mandatory off loopback). "
-            f"Set it in {TOKEN_ENV} or a file (--auth-token-file): on the command line "
-            "every local user can read it (ps).",
+            rich_help_panel=_HTTP,
+            show_default=False,
+            help="Require 'Authorization: Bearer TOKEN' (mandatory off loopback). Prefer the "
+            "environment variable or --auth-token-file: every local user can read a command "
+            "line.",
         ),
     ] = None,
     auth_token_file: Annotated[
         Path | None,
         typer.Option(
-            help="Read the bearer token from this file (its first line; keep it chmod 600).",
-        ),
-    ] = None,
-    log_level: Annotated[
-        str | None,
-        typer.Option(
-            help="Log level (logs go to stderr). Default: WARNING over stdio (a harness may "
-            "show any stderr line as an error), INFO over HTTP."
+            rich_help_panel=_HTTP,
+            show_default=False,
+            help="Read the bearer token from this file's first line (keep it chmod 600).",
         ),
     ] = None,
     web: Annotated[
         bool,
         typer.Option(
-            "--web", help="With --http: serve the web page at /web/ (play, watch, inspect, replay)."
+            "--web",
+            rich_help_panel=_HTTP,
+            help="Also serve the web page at /web/: play, watch, inspect, replay.",
         ),
     ] = False,
-    web_port: Annotated[
-        int | None,
-        typer.Option(
-            help="With --stdio: also serve the web page on this loopback port (0: any free "
-            "port), to watch the agent playing; the address is logged on stderr.",
-            min=0,
-            max=65535,
-        ),
-    ] = None,
     openenv: Annotated[
         bool,
         typer.Option(
             "--openenv",
-            help="With --http: also speak OpenEnv's protocol under /openenv (its clients' and "
-            "`openenv validate`'s base URL), over the same episodes.",
+            rich_help_panel=_HTTP,
+            help="Also speak OpenEnv's protocol under /openenv, over the same episodes.",
         ),
     ] = False,
-    ray: Annotated[
-        bool,
-        typer.Option(
-            "--ray",
-            help="Serve over HTTP from --replicas servers on Ray Serve behind one URL (the "
-            "[ray] extra), each episode pinned to the replica holding it.",
-        ),
-    ] = False,
-    replicas: Annotated[int, typer.Option(min=1, help="With --ray: how many server replicas.")] = 2,
+    replicas: Annotated[
+        int, typer.Option(min=1, rich_help_panel=_RAY, help="How many server replicas.")
+    ] = 2,
     ray_address: Annotated[
         str | None,
         typer.Option(
-            help="With --ray: join this Ray cluster (e.g. ray://head:10001 or auto) instead of "
-            "starting a local one; it must run with RAY_SERVE_SESSION_ID_HEADER_KEY="
-            "mcp-param-route."
+            rich_help_panel=_RAY,
+            show_default=False,
+            help="Join this Ray cluster (ray://head:10001, auto) instead of starting a local "
+            "one; it must run with RAY_SERVE_SESSION_ID_HEADER_KEY=mcp-param-route.",
         ),
     ] = None,
     replica_cpus: Annotated[
-        float, typer.Option(min=0.0, help="With --ray: logical CPUs reserved per replica.")
+        float,
+        typer.Option(min=0.0, rich_help_panel=_RAY, help="Logical CPUs reserved per replica."),
     ] = 1.0,
-    episode_host: Annotated[
-        bool,
-        typer.Option(
-            "--episode-host",
-            help="With --stdio: keep episodes in this user's episode host for these options "
-            "(started on demand, private, stopped when idle), so they outlive this process: "
-            "for agent frameworks that start a server per tool call.",
-        ),
-    ] = False,
-    episode_host_socket: Annotated[
-        Path | None, typer.Option(hidden=True, help="Serve as the episode host on this socket.")
-    ] = None,
-    agent: Annotated[
-        bool,
-        typer.Option(
-            "--agent",
-            help="For a model in a harness: --profile agent and, over stdio, --episode-host.",
-        ),
-    ] = False,
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
-    http = _transport_flags(
-        stdio=stdio,
-        http=http,
-        ray=ray,
-        ray_address=ray_address,
-        web=web,
-        web_port=web_port,
-        openenv=openenv,
-        episode_host=episode_host,
+    from openenv_mcp.server.transports._serving import (
+        SERVING,
+        Served,
+        ServeFailed,
+        choose_transport,
+        transport_for,
     )
-    level = (log_level or ("INFO" if http else "WARNING")).upper()
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s: %(message)s")
-    auth_token = _auth_token(ctx, auth_token, auth_token_file)
-    env_cls = _load(env)
+
     try:
+        name = choose_transport(transport, [t for t in SERVED if ctx.params[t]])
+        given = {_flag(ctx, p): ctx.params[p] for p in _TRANSPORT_PARAMS if _typed(ctx, p)}
+        level = (log_level or SERVING[name].log_level).upper()
+        logging.basicConfig(
+            stream=sys.stderr, level=level, format="%(asctime)s %(name)s: %(message)s"
+        )
+        values = {
+            **ctx.params,
+            "auth_token": _auth_token(ctx, auth_token, auth_token_file),
+            # --agent over stdio: the episode host too (unless this is that host)
+            "episode_host": (episode_host or agent) and episode_host_socket is None,
+        }
+        chosen = transport_for(name, given, values=values)
+        env_cls = _load(env)
         options, settings_options = parse_cli_options(
             [env_cls.Config, ServerSettings], list(ctx.args), where=env
         )
         if agent:
             _agent_profile(settings_options)
         settings = make_config(ServerSettings, settings_options, "server settings")
-        env_config = make_config(env_cls.Config, options, env)
+        served = Served(env, env_cls, options, make_config(env_cls.Config, options, env), settings)
+        args = ["--agent", *ctx.args] if agent else list(ctx.args)
+        if chosen.serve(served, host_argv(["serve", env, *args])):
+            _SERVED.set()
     except OpenEnvError as exc:
-        raise _fail(str(exc)) from None
-    if agent and not http and episode_host_socket is None:
-        episode_host = True
-    if episode_host:
-        from openenv_mcp._launch import host_argv
-        from openenv_mcp.server.transports._host import relay
-
-        front = ["--agent"] if agent else []
-        raise typer.Exit(relay(host_argv(["serve", env, *front, *ctx.args])))
-    if not http and not _stdio_has_a_client(env):
-        return
-    # The server stack (FastMCP, the MCP SDK) loads only now, after the options are checked.
-    from openenv_mcp.server import build_server
-    from openenv_mcp.server import serve as run_server
-    from openenv_mcp.server.transports._http import http_run_options
-
-    try:
-        if not ray:  # with ray the replicas build the servers; here, only check the options
-            server = build_server(env_cls, settings=settings, **options)
-        if http:
-            # refuse an unsafe bind before starting
-            http_run_options(host, auth_token, allowed_hosts=allowed_host or [])
-    except OpenEnvError as exc:
-        raise _fail(str(exc)) from None
-    if episode_host_socket is not None:
-        from openenv_mcp.server.transports._host import serve_host
-
-        with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(serve_host, server, episode_host_socket)
-        _SERVED.set()
-        return
-    if ray:
-        _serve_on_ray(
-            env,
-            replicas=replicas,
-            options=env_config.model_dump(mode="json", exclude_unset=True),
-            settings=settings.model_dump(mode="json", exclude_unset=True),
-            address=ray_address,
-            host=host,
-            port=port,
-            auth_token=auth_token,
-            allowed_hosts=allowed_host or [],
-            replica_cpus=replica_cpus,
-        )
-        return
-    transport: Literal["stdio", "http"] = "http" if http else "stdio"
-    logging.getLogger("openenv_mcp").info(
-        "serving %s over %s%s", env, transport, f" on http://{host}:{port}/mcp" if http else ""
-    )
-    try:
-        with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(
-                lambda: run_server(
-                    server,
-                    transport,
-                    host=host,
-                    port=port,
-                    auth_token=auth_token,
-                    web=web,
-                    web_port=web_port,
-                    allowed_hosts=allowed_host or [],
-                    openenv=openenv,
-                )
-            )
-    except OpenEnvError as exc:  # the environment refused to be served so
-        raise _fail(str(exc)) from None
-    _SERVED.set()
+        raise _fail(str(exc), code=exc.exit_status if isinstance(exc, ServeFailed) else 2) from None
 
 
-def _transport_flags(
-    *,
-    stdio: bool,
-    http: bool,
-    ray: bool,
-    ray_address: str | None,
-    web: bool,
-    web_port: int | None,
-    openenv: bool,
-    episode_host: bool,
-) -> bool:
-    """Check that the transport flags go together; whether the server serves HTTP."""
-    if ray:
-        if stdio or web or web_port is not None or openenv:
-            raise _fail(
-                "--ray serves over HTTP only, without the web page or --openenv: drop "
-                "--stdio/--web/--openenv"
-            )
-        http = True
-    elif ray_address is not None:
-        raise _fail("--ray-address is for --ray: add --ray")
-    if stdio and http:
-        raise _fail("choose one transport: --stdio or --http")
-    if web and not http:
-        raise _fail(
-            "--web serves the page beside /mcp over HTTP: add --http (or, over "
-            "stdio, use --web-port PORT)"
-        )
-    if openenv and not http:
-        raise _fail("--openenv serves OpenEnv's protocol beside /mcp over HTTP: add --http")
-    if web_port is not None and http:
-        raise _fail(
-            "--web-port is for a stdio server; over HTTP use --web (the page is at "
-            "/web/ on the server's own port)"
-        )
-    if episode_host and http:
-        raise _fail(
-            "--episode-host is for --stdio servers (over HTTP, episodes already outlive each call)"
-        )
-    return http
+def _typed(ctx: typer.Context, param: str) -> bool:
+    """Whether ``param`` was given on the command line (not its default, nor from the
+    environment: a variable set for another transport is no mistake)."""
+    source = ctx.get_parameter_source(param)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def _flag(ctx: typer.Context, param: str) -> str:
+    """The flag a parameter is spelled with (``web_port`` -> ``--web-port``)."""
+    return next(p.opts[0] for p in ctx.command.params if p.name == param)
 
 
 def _agent_profile(settings_options: dict[str, Any]) -> None:
@@ -339,22 +290,6 @@ def _agent_profile(settings_options: dict[str, Any]) -> None:
     given = settings_options.setdefault("profile", "agent")
     if given != "agent":
         raise _fail(f"--agent means --profile agent, but --profile {given} was given too")
-
-
-def _stdio_has_a_client(env: str) -> bool:
-    """Whether a stdio server has anyone to serve: not when stdin ended before any message
-    (nothing to do: exit at once). On a terminal, say what it waits for."""
-    from openenv_mcp.server.transports._prelude import current as current_prelude
-
-    prelude = current_prelude()
-    if prelude is not None and prelude.silent_eof:
-        logging.getLogger("openenv_mcp").info(
-            "serving %s over stdio: stdin closed before any message, nothing to serve", env
-        )
-        return False
-    if os.isatty(prelude.in_fd if prelude is not None else 0):
-        typer.echo(_terminal_hint(env), err=True)
-    return True
 
 
 def _auth_token(ctx: typer.Context, given: str | None, file: Path | None) -> str | None:
@@ -381,51 +316,6 @@ def _auth_token(ctx: typer.Context, given: str | None, file: Path | None) -> str
     if from_env:
         os.environ.pop(TOKEN_ENV, None)
     return given
-
-
-def _terminal_hint(env: str) -> str:
-    """One line for a person who started a stdio server in a terminal by hand."""
-    program = sys.argv[0]
-    if program.endswith("__main__.py"):
-        command = python_command("-m", "openenv_mcp", *sys.argv[1:])
-    else:
-        command = [program, *sys.argv[1:]]
-    web = [arg for arg in command if arg != "--stdio"] + ["--http", "--web"]
-    return (
-        f"openenv-mcp: serving {env} over stdio, waiting for an MCP client's JSON-RPC "
-        "messages on stdin (an agent harness starts this command itself; Ctrl-D ends it). "
-        f"To try it by hand: npx @modelcontextprotocol/inspector@2 -- {shlex.join(command)}, "
-        f"or {shlex.join(web)} and open http://127.0.0.1:8765/web/"
-    )
-
-
-def _serve_on_ray(env: str, **how: Any) -> None:
-    """Deploy on Ray Serve, print the URL, and serve until SIGINT or SIGTERM."""
-    import signal
-
-    try:
-        from openenv_mcp.cluster import deploy
-    except ImportError as exc:
-        raise _fail(f"--ray needs the ray extra: pip install 'openenv-mcp[ray]' ({exc})") from None
-    try:
-        deployment = deploy(env, **how)
-    except OpenEnvError as exc:
-        raise _fail(str(exc), code=1) from None
-    # After ray.init, whose crash handler would otherwise abort the process on SIGTERM.
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    logging.getLogger("openenv_mcp").info(
-        "serving %s from %d replicas on Ray Serve at %s", env, how["replicas"], deployment.url
-    )
-    typer.echo(deployment.url)  # the one URL clients use: stdout's only line
-    sys.stdout.flush()
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what Ray prints later is a log
-    try:
-        stop.wait()
-    finally:
-        deployment.shutdown()
-    _SERVED.set()
 
 
 @app.command(context_settings=_EXTRA)
@@ -609,7 +499,10 @@ def describe(
 @app.command(context_settings=_EXTRA)
 def bench(
     ctx: typer.Context,
-    env: Annotated[str, typer.Argument(help="Environment name (see `openenv-mcp list`).")],
+    env: Annotated[
+        str | None,
+        typer.Argument(help="Environment name (see `openenv-mcp list`); none with --vs openenv."),
+    ] = None,
     transport: Annotated[
         TransportName,
         typer.Option(
@@ -664,11 +557,13 @@ def bench(
         typer.Option(help="The MCP side's server records every episode here (serve --record)."),
     ] = None,
     vs: Annotated[
-        Literal["gymnasium-async", "gymnasium-sync", "envpool", "sb3-ppo"] | None,
+        Literal["gymnasium-async", "gymnasium-sync", "envpool", "sb3-ppo", "openenv"] | None,
         typer.Option(
             help="Instead: against what a trainer would run without MCP: MCPVectorEnv "
             "(--batch N) vs gymnasium.make_vec async/sync or EnvPool, or SB3 PPO (--steps "
-            "of training, --batch envs) through MCPGymEnv vs gymnasium.make."
+            "of training, --batch envs) through MCPGymEnv vs gymnasium.make. Or openenv "
+            "(no ENV): the OpenEnv bridge both ways against OpenEnv's own client and servers "
+            "(echo, Atari; the [openenv] extra)."
         ),
     ] = None,
     servers: Annotated[
@@ -682,9 +577,9 @@ def bench(
     """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
 
     Environment options follow, e.g. `bench atari --game breakout`. Progress goes to stderr.
-    `bench openenv` with no options compares with OpenEnv instead: MCP over the bridge
-    against OpenEnv's own client on the same OpenEnv servers (echo, Atari), and our
-    Atari over --openenv against an Atari server on OpenEnv's stack ([openenv] extra).
+    `bench --vs openenv` compares with OpenEnv instead: MCP over the bridge against
+    OpenEnv's own client on the same OpenEnv servers (echo, Atari), and our Atari over
+    --openenv against an Atari server on OpenEnv's stack ([openenv] extra).
     """
     from openenv_mcp.bench import (
         BenchConfig,
@@ -697,10 +592,17 @@ def bench(
     )
     from openenv_mcp.bench._versus import VersusResult, run_versus
 
-    _load(env)
-    if env == "openenv" and not ctx.args:
+    # `bench openenv` alone: the old spelling of `bench --vs openenv`, still run as it was.
+    if vs == "openenv" or (env == "openenv" and vs is None and not ctx.args):
         from openenv_mcp.bench._openenv import run_openenv_bench
 
+        if vs is None:
+            typer.echo("note: `bench openenv` is now `bench --vs openenv`", err=True)
+        elif env not in (None, "openenv") or ctx.args:
+            raise _fail(
+                "--vs openenv runs its own workloads (OpenEnv's echo and Atari) and takes no "
+                f"ENV or options: drop {' '.join([env or '', *ctx.args]).strip()!r}"
+            )
         try:
             compared = run_openenv_bench(
                 steps, repeats, warmup, lambda message: typer.echo(message, err=True)
@@ -709,6 +611,9 @@ def bench(
             raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
         typer.echo(json.dumps(compared.as_dict()) if as_json else compared.table())
         return
+    if env is None:
+        raise _fail("bench needs ENV (see `openenv-mcp list`), or --vs openenv")
+    _load(env)
     config = BenchConfig(
         env=env,
         env_args=tuple(ctx.args),

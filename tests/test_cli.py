@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 
@@ -24,8 +25,17 @@ def test_serve_help_lists_every_server_setting() -> None:
 
     result = runner.invoke(app, ["serve", "--help"], terminal_width=200)
     assert result.exit_code == 0
-    for flag in ("--stdio", "--http", "--host", "--port", "--no-action-tools", "--no-fast-path"):
+    for flag in (
+        "--transport",
+        "--agent",
+        "--host",
+        "--port",
+        "--no-action-tools",
+        "--no-fast-path",
+    ):
         assert flag in result.output
+    for alias in ("--stdio", "--http", "--ray"):  # the older spellings still work, unlisted
+        assert not re.search(rf"{alias}(?![\w-])", result.output)
     for name, field in ServerSettings.model_fields.items():  # generated from the model
         assert f"--{name.replace('_', '-')}" in result.output
         assert str(field.description)[:30] in " ".join(result.output.split())
@@ -163,9 +173,9 @@ def test_log_level_info_says_what_is_served() -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--ray", "--stdio"], "--ray serves over HTTP only"),
-        (["--ray", "--web"], "--ray serves over HTTP only"),
-        (["--ray-address", "auto"], "--ray-address is for --ray"),
+        (["--ray", "--stdio"], "choose one transport: --stdio and --ray were given"),
+        (["--ray", "--web"], "--web needs --transport http"),
+        (["--ray-address", "auto"], "--ray-address needs --transport ray"),
         (["--ray", "--max-steps", "zero"], "max_steps"),
         (["--ray", "--shard", "x"], "each replica's shard is its Ray replica id"),
     ],

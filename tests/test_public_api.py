@@ -58,7 +58,16 @@ PUBLIC = {
         "supports_snapshots",
     ],
     "openenv_mcp.narration": ["Narrated", "Narration", "narration_of"],
-    "openenv_mcp.transports": ["TRANSPORTS", "Transport", "TransportName", "is_shared"],
+    "openenv_mcp.transports": [
+        "SERVED",
+        "TRANSPORTS",
+        "ServedName",
+        "Transport",
+        "TransportName",
+        "host_argv",
+        "is_shared",
+        "served_transport",
+    ],
     "openenv_mcp.spec": ["EnvSpec", "action_schema", "model_properties"],
     "openenv_mcp.pipeline": [
         "MAX_REPEAT",

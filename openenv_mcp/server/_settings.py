@@ -46,8 +46,8 @@ class ServerSettings(BaseModel):
         ge=1,
         description="Most live episodes one HTTP client may hold (a client is an address, as "
         "the server sees it); reset beyond it is refused, naming this flag. Default: a "
-        "quarter of max_episodes (under --ray, of replicas x max_episodes, counted across the "
-        "replicas). Over stdio the one client may use all of max_episodes.",
+        "quarter of max_episodes (over --transport ray, of replicas x max_episodes, counted "
+        "across the replicas). Over stdio the one client may use all of max_episodes.",
     )
     max_snapshots: int = Field(4096, ge=0, description="Most live snapshots at once.")
     max_snapshot_mib: float = Field(

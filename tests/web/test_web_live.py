@@ -142,8 +142,8 @@ def test_a_taken_viewer_port_leaves_the_stdio_server_serving() -> None:
 
 def test_web_flags_say_which_transport_they_belong_to() -> None:
     for flags, expected in (
-        (["--web"], "add --http"),
-        (["--http", "--web-port", "9"], "--web-port is for a stdio server"),
+        (["--web"], "--web needs --transport http"),
+        (["--http", "--web-port", "9"], "--web-port needs --transport stdio"),
     ):
         proc = subprocess.run(
             [*CLI, "serve", "echo", *flags],

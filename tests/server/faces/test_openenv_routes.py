@@ -285,7 +285,7 @@ def test_openenv_is_for_http_servers() -> None:
 
     result = CliRunner().invoke(app, ["serve", "echo", "--stdio", "--openenv"])
     assert result.exit_code != 0
-    assert "--openenv serves OpenEnv's protocol beside /mcp over HTTP: add --http" in result.output
+    assert "--openenv needs --transport http (it serves OpenEnv's protocol" in result.output
 
 
 async def test_the_web_page_serves_a_bridged_openenv_class() -> None:

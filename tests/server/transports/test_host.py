@@ -232,6 +232,32 @@ def test_a_cold_host_s_front_answers_the_handshake_before_the_host_listens(
     assert book.read_bytes() == kept  # the host agreed with every kept answer
 
 
+def test_a_listening_host_answers_the_front_s_client_itself(host_dir: Path, tmp_path: Path) -> None:
+    """With a host listening, the front answers nothing from its book and replays nothing:
+    the host's own answers reach the client (a kept answer, edited here, is never seen),
+    and the book is neither read nor rewritten."""
+    books = tmp_path / "books"
+    first, _ = raw_front(host_dir, books)  # no host: the front starts one, keeps its answers
+    _, hosts_list = handshake(first)
+    first.proc.stdin.close()  # type: ignore[union-attr]
+    assert first.proc.wait(WAIT) == 0
+    (book,) = books.glob("*.json")
+    kept = json.loads(book.read_bytes())
+    for answers in kept["answers"].values():
+        if "initialize" in answers:
+            answers["initialize"]["instructions"] = "kept, not the host's"
+    book.write_bytes(json.dumps(kept).encode())
+    assert episode_hosts(host_dir)  # the host stays, idle
+
+    warm, _ = raw_front(host_dir, books)
+    initialized, listed = handshake(warm)
+    assert initialized["result"]["instructions"].startswith("You are playing Atari Breakout")
+    assert listed["result"] == hosts_list["result"]
+    warm.proc.stdin.close()  # type: ignore[union-attr]
+    assert warm.receive() is None and warm.proc.wait(WAIT) == 0
+    assert json.loads(book.read_bytes()) == kept
+
+
 async def test_a_host_that_cannot_start_is_told_in_the_handshake(host_dir: Path) -> None:
     """Nothing kept: the front waits for the host, which exits at start; the client gets
     the handshake with the host's own error and one tool saying it."""
@@ -316,7 +342,8 @@ async def test_agent_is_the_agent_profile_and_the_episode_host(host_dir: Path) -
 
 
 def test_agent_fronts_relay_to_the_long_line_s_host() -> None:
-    from openenv_mcp._launch import host_argv, relays
+    from openenv_mcp._launch import relays
+    from openenv_mcp.transports import host_argv
 
     long = ["serve", "atari", "--stdio", "--profile", "agent", "--game", "breakout"]
     assert relays(["serve", "atari", "--agent", "--game", "breakout"])
