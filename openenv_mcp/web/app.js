@@ -131,6 +131,11 @@ const KEY_PARTS = { ArrowUp: "UP", ArrowDown: "DOWN", ArrowLeft: "LEFT", ArrowRi
 const held = new Set();
 const tapped = new Set();   // pressed since the last real-time step (a tap between two steps counts)
 
+// The spec's options are a schema's properties (one per option), not a schema.
+function optionsSchema(spec) {
+  return { type: "object", properties: spec.options || {} };
+}
+
 function legalNames() {
   const actions = state.spec.action_set;
   return actions ? actions.map((a) => a.name) : [];
@@ -173,7 +178,7 @@ function buildPlay() {
     : "";
   const options = $("reset-options");
   options.replaceChildren();
-  const schema = spec.options;
+  const schema = optionsSchema(spec);
   if (schema && schema.properties && Object.keys(schema.properties).length) {
     options.append(formFor(schema, "reset-opt"));
   }
@@ -185,7 +190,7 @@ async function resetEpisode(event) {
   if (state.agent) delete args.frames;
   const seed = $("reset-seed").value.trim();
   if (seed !== "") args.seed = Number(seed);
-  const schema = state.spec.options;
+  const schema = optionsSchema(state.spec);
   if (schema && schema.properties && Object.keys(schema.properties).length) {
     const options = readForm($("reset-options").firstElementChild, schema);
     if (options && Object.keys(options).length) args.options = options;

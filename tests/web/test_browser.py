@@ -309,3 +309,25 @@ def test_the_pages_episodes_count_against_the_client_cap(pages: Pages) -> None:
             check(json.load(health)["episodes"] == 1)
         two.close()
         one.close()
+
+
+def test_reset_options_are_a_form_whose_values_reach_reset(pages: Pages) -> None:
+    """The spec's per-episode options (its ``options``: echo's ``greeting``) become fields
+    of the reset form, and what is typed there is sent with ``reset``."""
+    with http_server("echo", "--web") as url:
+        page = pages.open(f"{url.removesuffix('/mcp')}/web/?realtime=0")
+        field = "#reset-options input[name='greeting']"
+        page.wait_for_selector(field)
+        page.fill(field, "hello from the form")
+
+        def resets(request: Any) -> bool:
+            body = request.post_data or ""
+            return '"reset"' in body and "greeting" in body
+
+        with page.expect_request(resets) as sent:
+            page.click("#reset-button")
+        arguments = json.loads(sent.value.post_data)["params"]["arguments"]
+        check(arguments["options"] == {"greeting": "hello from the form"}, arguments)
+        page.wait_for_function("() => document.getElementById('stat-step').textContent === '0'")
+        check(page.inner_text("#play-error") == "", page.inner_text("#play-error"))
+        page.close()
