@@ -21,3 +21,11 @@ def test_the_reward_breakdown_quoted_is_what_a_step_carries() -> None:
 
     reward, rewards = anyio.run(first_step)
     assert f'# reward {reward:g}; info["rewards"] ==\n    # {rewards}' in PAGE
+
+
+def test_the_reading_functions_named_are_the_recording_packages_own() -> None:
+    import openenv_mcp.recording as recording
+
+    assert "In Python, `openenv_mcp.recording` reads them" in PAGE
+    for name in ("read_recording", "iter_recordings", "replay"):
+        assert f"`{name}(" in PAGE and name in recording.__all__
