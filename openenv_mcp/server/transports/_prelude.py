@@ -21,6 +21,14 @@ was stale, tells the client it changed (``notifications/*/list_changed``,
 handshake era only). On a first start, with nothing kept, the prelude answers
 nothing and the recorder keeps what the stack answers the client.
 
+Why a kept answer, and not the lean path answering from the tool catalog: the
+handshake's instructions and the tool list come from the environment's own code,
+and importing that alone (Atari: numpy, ale-py) takes about 0.4 s, the catalog with
+it about 1.3 s, where a harness's next start answers from the book within 0.05 s
+of its spawn. The replay is what puts the stack in the state the client believes
+(the 2025 handshake's negotiated version and initialized session; the stack refuses
+anything else before them), and what checks the book against the code it came from.
+
 The prelude also notices a client that left before saying anything (stdin at
 EOF, or ``/dev/null``), so the server can exit at once.
 
@@ -31,8 +39,9 @@ user, who see no stderr. Where the prelude already gave the kept handshake, the
 first request that needed the server gets the reason, then the process ends.
 
 An episode host's front (:func:`openenv_mcp.server.transports._host.relay`) runs a prelude
-too, while it connects to its host or starts one: the host's answers, kept, answer
-the handshake before a cold host listens, and the host takes over as the stack does.
+too while it starts its host: the host's answers, kept, answer the handshake before a
+cold host listens, and the host takes over as the stack does. A host already
+listening answers at once, so its front runs none.
 """
 
 from __future__ import annotations
@@ -41,7 +50,6 @@ import contextlib
 import logging
 import os
 import select
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +59,14 @@ import orjson
 
 from openenv_mcp._version import __version__
 from openenv_mcp.server.transports._answers import AnswerBook, package_path
-from openenv_mcp.server.transports._unready import Unready
+from openenv_mcp.server.transports._unready import (
+    DEV_ENV,
+    Unready,
+    exit_status,
+    fix_for,
+    install_command,
+    why_not_started,
+)
 from openenv_mcp.server.transports._unready import serve as serve_unready
 
 __all__ = [
@@ -248,10 +263,6 @@ class Prelude:
     def silent_eof(self) -> bool:
         """Whether stdin ended before the client sent anything at all."""
         return self._eof and not self._heard and not self._held.strip()
-
-    def wait_briefly(self, seconds: float) -> None:
-        """Let the reader catch up (a client that left at once is seen as gone)."""
-        self._thread.join(seconds)
 
     # -- the reader thread -------------------------------------------------------------------
 
@@ -456,104 +467,3 @@ def start(argv: Sequence[str]) -> Prelude:
 def current() -> Prelude | None:
     """This process's prelude, if it started one."""
     return _current
-
-
-# -- a start that failed ----------------------------------------------------------------------
-
-#: Set by ``./dev run`` to its own path: a server that cannot start names its commands.
-DEV_ENV = "OPENENV_MCP_DEV"
-_RESTART = "then restart this MCP server (or the harness)"
-
-
-def exit_status(code: object) -> int:
-    """The exit status ``sys.exit(code)`` ends with."""
-    if code is None or isinstance(code, int):
-        return code or 0
-    return 1
-
-
-def why_not_started(exc: BaseException, env: str) -> tuple[str, str] | None:
-    """Why a server of ``env`` did not start, as the exception ``exc`` ending it says (the
-    error the CLI printed, found behind its exit), and what fixes it; ``None`` when it was
-    stopped (an interrupt), not failed."""
-    cause = _cause(exc)
-    if isinstance(cause, KeyboardInterrupt):
-        return None
-    format_message = getattr(cause, "format_message", None)
-    if cause is None:
-        reason = f"it exited at start (status {exit_status(getattr(exc, 'code', 1))})."
-    elif callable(format_message):
-        reason = str(format_message())  # a usage error (click's)
-    elif _is_our_error(cause):
-        reason = str(cause)
-    else:
-        reason = f"{type(cause).__name__}: {cause}"
-    if isinstance(cause, ImportError):
-        kind = "missing"
-    elif callable(format_message) or (
-        _is_our_error(cause) and isinstance(cause, ValueError | LookupError)
-    ):
-        kind = "usage"  # an option, an environment's name
-    else:
-        kind = "other"
-    return reason, fix_for(env, kind)
-
-
-def fix_for(env: str, kind: str) -> str:
-    """What fixes a server of ``env`` that did not start, by the ``kind`` of failure: a
-    dependency that did not import (``missing``: the command installing ``env``'s extra,
-    where it has one), its command line (``usage``), anything else (``other``)."""
-    install = install_command(env) if kind == "missing" else None
-    if install is not None:
-        return f"run `{install}` once in a terminal, {_RESTART}."
-    import shlex
-
-    command = shlex.join(["openenv-mcp", *sys.argv[1:]])
-    correct = (
-        "correct this MCP server's command line in the harness's settings "
-        f"(it ran: {command}), {_RESTART}."
-    )
-    if kind == "usage":
-        return correct
-    if kind == "missing":
-        return f"install the missing module (into {sys.executable}'s environment), or {correct}"
-    return f"fix the cause above, {_RESTART} (it ran: {command})."
-
-
-def _cause(exc: BaseException) -> BaseException | None:
-    """The error behind ``exc``: the CLI prints an error and exits (``typer.Exit``, then
-    ``SystemExit``), each raised while handling the one before."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        exiting = isinstance(current, SystemExit) or type(current).__name__ in ("Exit", "Abort")
-        if not exiting:
-            return current
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def _is_our_error(exc: BaseException | None) -> bool:
-    errors = sys.modules.get("openenv_mcp.errors")
-    return errors is not None and isinstance(exc, errors.OpenEnvError)
-
-
-def install_command(env: str) -> str | None:
-    """The command that installs ``env``'s extra (``openenv-mcp[chess]``), where it has
-    one: ``./dev setup ENV`` where ``./dev`` started this server (:data:`DEV_ENV` says
-    where it is), else pip."""
-    try:
-        from openenv_mcp.registry import env_extra
-
-        extra = env_extra(env)
-    except Exception:  # the registry itself may be what is broken
-        return None
-    if extra is None:
-        return None
-    dev = os.environ.get(DEV_ENV)
-    if dev:
-        return f"{dev} setup {env}"
-    import shlex
-
-    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(f'{extra[0]}[{extra[1]}]')}"

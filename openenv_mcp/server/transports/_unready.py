@@ -16,6 +16,11 @@ from what an earlier start answered), :func:`serve` answers the first request th
 needed the server with the reason, then ends: tools were listed, and each call of
 them would fail the same way.
 
+What the client is told comes from the error the start ended with
+(:func:`why_not_started`: the error behind the CLI's exit) and the kind of failure
+(:func:`fix_for`: the command installing a missing extra, the command line to
+correct, or the cause to fix).
+
 The standard library only: ``./dev run`` runs this file with the system's Python
 when nothing is set up yet (``scripts/not_set_up.py``), and the server's prelude
 (:mod:`openenv_mcp.server.transports._prelude`) when its start fails.
@@ -30,7 +35,17 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["TOOL", "Unready", "main", "serve"]
+__all__ = [
+    "DEV_ENV",
+    "TOOL",
+    "Unready",
+    "exit_status",
+    "fix_for",
+    "install_command",
+    "main",
+    "serve",
+    "why_not_started",
+]
 
 #: The one tool a server that cannot serve lists.
 TOOL = "setup_needed"
@@ -212,6 +227,107 @@ def _write(out_fd: int, message: dict[str, Any]) -> bool:
     except OSError:
         return False
     return True
+
+
+# -- why a start failed, and what fixes it ------------------------------------------------------
+
+#: Set by ``./dev run`` to its own path: a server that cannot start names its commands.
+DEV_ENV = "OPENENV_MCP_DEV"
+_RESTART = "then restart this MCP server (or the harness)"
+
+
+def exit_status(code: object) -> int:
+    """The exit status ``sys.exit(code)`` ends with."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    return 1
+
+
+def why_not_started(exc: BaseException, env: str) -> tuple[str, str] | None:
+    """Why a server of ``env`` did not start, as the exception ``exc`` ending it says (the
+    error the CLI printed, found behind its exit), and what fixes it; ``None`` when it was
+    stopped (an interrupt), not failed."""
+    cause = _cause(exc)
+    if isinstance(cause, KeyboardInterrupt):
+        return None
+    format_message = getattr(cause, "format_message", None)
+    if cause is None:
+        reason = f"it exited at start (status {exit_status(getattr(exc, 'code', 1))})."
+    elif callable(format_message):
+        reason = str(format_message())  # a usage error (click's)
+    elif _is_our_error(cause):
+        reason = str(cause)
+    else:
+        reason = f"{type(cause).__name__}: {cause}"
+    if isinstance(cause, ImportError):
+        kind = "missing"
+    elif callable(format_message) or (
+        _is_our_error(cause) and isinstance(cause, (ValueError, LookupError))
+    ):
+        kind = "usage"  # an option, an environment's name
+    else:
+        kind = "other"
+    return reason, fix_for(env, kind)
+
+
+def fix_for(env: str, kind: str) -> str:
+    """What fixes a server of ``env`` that did not start, by the ``kind`` of failure: a
+    dependency that did not import (``missing``: the command installing ``env``'s extra,
+    where it has one), its command line (``usage``), anything else (``other``)."""
+    install = install_command(env) if kind == "missing" else None
+    if install is not None:
+        return f"run `{install}` once in a terminal, {_RESTART}."
+    import shlex
+
+    command = shlex.join(["openenv-mcp", *sys.argv[1:]])
+    correct = (
+        "correct this MCP server's command line in the harness's settings "
+        f"(it ran: {command}), {_RESTART}."
+    )
+    if kind == "usage":
+        return correct
+    if kind == "missing":
+        return f"install the missing module (into {sys.executable}'s environment), or {correct}"
+    return f"fix the cause above, {_RESTART} (it ran: {command})."
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """The error behind ``exc``: the CLI prints an error and exits (``typer.Exit``, then
+    ``SystemExit``), each raised while handling the one before."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        exiting = isinstance(current, SystemExit) or type(current).__name__ in ("Exit", "Abort")
+        if not exiting:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _is_our_error(exc: BaseException | None) -> bool:
+    errors = sys.modules.get("openenv_mcp.errors")
+    return errors is not None and isinstance(exc, errors.OpenEnvError)
+
+
+def install_command(env: str) -> str | None:
+    """The command that installs ``env``'s extra (``openenv-mcp[chess]``), where it has
+    one: ``./dev setup ENV`` where ``./dev`` started this server (:data:`DEV_ENV` says
+    where it is), else pip."""
+    try:
+        from openenv_mcp.registry import env_extra
+
+        extra = env_extra(env)
+    except Exception:  # the registry itself may be what is broken
+        return None
+    if extra is None:
+        return None
+    dev = os.environ.get(DEV_ENV)
+    if dev:
+        return f"{dev} setup {env}"
+    import shlex
+
+    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(f'{extra[0]}[{extra[1]}]')}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,15 +19,13 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-import typer
 from mcp import types
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp._launch import serves_stdio
-from openenv_mcp.errors import ArgumentError, DependencyNotInstalled
 from openenv_mcp.server.transports._answers import CACHE_ENV, AnswerBook
-from openenv_mcp.server.transports._prelude import DEV_ENV, PRIVATE_ID, Answerer, why_not_started
+from openenv_mcp.server.transports._prelude import PRIVATE_ID, Answerer
 from tests.servers import (
     CLI,
     INITIALIZE,
@@ -143,51 +141,6 @@ def test_which_command_lines_start_a_prelude() -> None:
     assert not serves_stdio(["serve", "echo", "--no-fast-path"])
     assert not serves_stdio(["list"])
     assert not serves_stdio([])
-
-
-def _exit_behind(error: BaseException) -> SystemExit:
-    """The ``SystemExit`` the CLI ends with after printing ``error``: ``typer.Exit`` raised
-    while handling it (``from None``), then ``SystemExit`` while handling that."""
-    try:
-        try:
-            try:
-                raise error
-            except BaseException:
-                raise typer.Exit(2) from None
-        except typer.Exit:
-            raise SystemExit(2) from None
-    except SystemExit as exc:
-        return exc
-
-
-def test_a_failed_start_s_reason_is_the_error_behind_the_cli_s_exit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sys, "argv", ["openenv-mcp", "serve", "atari", "--gmae", "pong"])
-    why = why_not_started(_exit_behind(ArgumentError("unknown option '--gmae'")), "atari")
-    assert why is not None
-    reason, fix = why
-    assert reason == "unknown option '--gmae'"
-    assert "correct this MCP server's command line" in fix
-    assert "openenv-mcp serve atari --gmae pong" in fix
-    crashed = why_not_started(RuntimeError("no ROM"), "atari")
-    assert crashed is not None and crashed[0] == "RuntimeError: no ROM"
-    assert crashed[1].startswith("fix the cause above")
-    assert why_not_started(_exit_behind(KeyboardInterrupt()), "atari") is None  # stopped
-    exited = why_not_started(SystemExit(3), "atari")
-    assert exited is not None and exited[0] == "it exited at start (status 3)."
-
-
-def test_a_missing_extra_s_fix_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    missing = DependencyNotInstalled("environment 'chess' could not be imported: No module")
-    monkeypatch.setenv(DEV_ENV, "/src/openenv-mcp/dev")
-    why = why_not_started(_exit_behind(missing), "chess")
-    assert why is not None and why[1].startswith("run `/src/openenv-mcp/dev setup chess` once")
-    monkeypatch.delenv(DEV_ENV)
-    why = why_not_started(_exit_behind(missing), "chess")
-    assert why is not None and "-m pip install 'openenv-mcp[chess]'" in why[1]
-    why = why_not_started(_exit_behind(ModuleNotFoundError("No module named 'x'")), "x:Y")
-    assert why is not None and why[1].startswith("install the missing module")
 
 
 # -- integration: real servers -------------------------------------------------------------

@@ -1,7 +1,8 @@
 """A stdio server that cannot serve its environment still answers the MCP handshake and
 says why, with the command that fixes it: harnesses show none of a server's stderr.
 
-The unit tests judge the answers (:class:`Unready`) and the loop's two modes. The
+The unit tests judge the answers (:class:`Unready`), the loop's two modes, and the
+reason and fix told for a start's error (:func:`why_not_started`). The
 integration tests drive real servers with the MCP SDK's own client, reading the
 instructions and calling the one tool as a harness's model would: ``./dev run`` with
 nothing set up (the system's Python answers), an environment that cannot be built (a
@@ -25,12 +26,13 @@ from typing import Any
 
 import anyio
 import pytest
+import typer
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from openenv_mcp.errors import ArgumentError, DependencyNotInstalled
 from openenv_mcp.server.transports._answers import CACHE_ENV
-from openenv_mcp.server.transports._prelude import DEV_ENV
-from openenv_mcp.server.transports._unready import TOOL, Unready, serve
+from openenv_mcp.server.transports._unready import DEV_ENV, TOOL, Unready, serve, why_not_started
 from tests.servers import CLI, INITIALIZE, ROOT, RawStdio, call, initialize, request
 
 pytestmark = pytest.mark.anyio
@@ -129,6 +131,54 @@ def test_after_a_kept_handshake_the_first_call_says_why_then_it_ends() -> None:
     assert answers[0]["result"] == kept["tools/list"]
     assert answers[2]["result"]["isError"]
     assert "nothing is set up." in answers[2]["result"]["content"][0]["text"]
+
+
+# -- unit: why a start failed, and what fixes it ------------------------------------------
+
+
+def _exit_behind(error: BaseException) -> SystemExit:
+    """The ``SystemExit`` the CLI ends with after printing ``error``: ``typer.Exit`` raised
+    while handling it (``from None``), then ``SystemExit`` while handling that."""
+    try:
+        try:
+            try:
+                raise error
+            except BaseException:
+                raise typer.Exit(2) from None
+        except typer.Exit:
+            raise SystemExit(2) from None
+    except SystemExit as exc:
+        return exc
+
+
+def test_a_failed_start_s_reason_is_the_error_behind_the_cli_s_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["openenv-mcp", "serve", "atari", "--gmae", "pong"])
+    why = why_not_started(_exit_behind(ArgumentError("unknown option '--gmae'")), "atari")
+    assert why is not None
+    reason, fix = why
+    assert reason == "unknown option '--gmae'"
+    assert "correct this MCP server's command line" in fix
+    assert "openenv-mcp serve atari --gmae pong" in fix
+    crashed = why_not_started(RuntimeError("no ROM"), "atari")
+    assert crashed is not None and crashed[0] == "RuntimeError: no ROM"
+    assert crashed[1].startswith("fix the cause above")
+    assert why_not_started(_exit_behind(KeyboardInterrupt()), "atari") is None  # stopped
+    exited = why_not_started(SystemExit(3), "atari")
+    assert exited is not None and exited[0] == "it exited at start (status 3)."
+
+
+def test_a_missing_extra_s_fix_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = DependencyNotInstalled("environment 'chess' could not be imported: No module")
+    monkeypatch.setenv(DEV_ENV, "/src/openenv-mcp/dev")
+    why = why_not_started(_exit_behind(missing), "chess")
+    assert why is not None and why[1].startswith("run `/src/openenv-mcp/dev setup chess` once")
+    monkeypatch.delenv(DEV_ENV)
+    why = why_not_started(_exit_behind(missing), "chess")
+    assert why is not None and "-m pip install 'openenv-mcp[chess]'" in why[1]
+    why = why_not_started(_exit_behind(ModuleNotFoundError("No module named 'x'")), "x:Y")
+    assert why is not None and why[1].startswith("install the missing module")
 
 
 # -- integration: real servers, a real client ------------------------------------------------
