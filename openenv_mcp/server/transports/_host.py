@@ -48,9 +48,10 @@ from openenv_mcp.server.transports._prelude import (
     Handover,
     Prelude,
     Recorder,
-    fix_for,
+    hold_wire,
     is_private,
 )
+from openenv_mcp.server.transports._unready import fix_for
 
 if TYPE_CHECKING:
     import asyncio
@@ -137,18 +138,27 @@ def host_socket(argv: Sequence[str]) -> Path:
 def relay(argv: Sequence[str]) -> int:
     """Relay this process's stdio to the host serving ``argv``, starting it if needed.
 
-    The front reads the client from the start, as a stdio server's prelude does: while
-    it connects (or starts a host and waits for it to listen) it answers the handshake
-    and the lists from its answer book (the host's answers, kept by an earlier front for
-    the same command line), and holds everything else. Once connected, the host gets
-    every line in order, each request the front answered replayed under a private id
-    (its answer is checked against the one the client got, never shown); the host's
-    first answers are kept for the next front. A host that cannot start is told to the
-    client (:meth:`~openenv_mcp.server.transports._prelude.Prelude.explain`), not only on stderr.
+    A host that is listening answers the client itself, as soon as kept answers would
+    (its connection is a millisecond): the front only copies bytes both ways. Where
+    none is, the front reads the client from the start, as a stdio server's prelude
+    does: while it starts a host and waits for it to listen (seconds: its imports, the
+    environment) it answers the handshake and the lists from its answer book (the
+    host's answers, kept by an earlier front for the same command line), and holds
+    everything else. Once connected, the host gets every line in order, each request
+    the front answered replayed under a private id (its answer is checked against the
+    one the client got, never shown); the host's first answers are kept for the next
+    front. A host that cannot start is told to the client
+    (:meth:`~openenv_mcp.server.transports._prelude.Prelude.explain`), not only on stderr.
 
     Returns the exit status: 0 when stdin ends (the client left), 1 when the host
     could not be reached or went away (why is on stderr).
     """
+    try:
+        conn = _connect(host_socket(argv))
+    except (HostError, OSError):
+        conn = None  # the same error again below, told to the client
+    if conn is not None:
+        return _relay_to(conn, hold_wire(), Handover(), None)
     prelude = Prelude(AnswerBook.open(front_book_key(argv), per_directory=False))
     prelude.start()
     try:
@@ -160,12 +170,19 @@ def relay(argv: Sequence[str]) -> int:
         kind = "missing" if failed.missing else "other"
         prelude.explain(failed.reason, fix_for(argv[0] if argv else "", kind))
         return 1
-    # First, the harness run this front belongs to: a server-per-call harness's calls
-    # then share their run's default episode in the host (._harness).
+    watch = _Watch(Recorder(prelude, []), prelude.answered)
+    return _relay_to(conn, (prelude.in_fd, prelude.out_fd), prelude.hand_over(), watch)
+
+
+def _relay_to(
+    conn: socket.socket, wire: tuple[int, int], lead: Handover, watch: _Watch | None
+) -> int:
+    """Relay to the host on ``conn`` (see :func:`_pump`), having told it the harness run
+    this front belongs to: a server-per-call harness's calls then share their run's
+    default episode in the host (._harness)."""
     with contextlib.suppress(OSError):  # a host gone at once: _pump reports it
         conn.sendall(hello(harness_run()))
-    watch = _Watch(Recorder(prelude, []), prelude.answered)
-    return _pump(conn, (prelude.in_fd, prelude.out_fd), prelude.hand_over(), watch)
+    return _pump(conn, wire, lead, watch)
 
 
 def front_book_key(argv: Sequence[str]) -> list[str]:
@@ -289,10 +306,11 @@ class _Watch:
         return notes if hidden else notes + line
 
 
-def _pump(conn: socket.socket, wire: tuple[int, int], lead: Handover, watch: _Watch) -> int:
+def _pump(conn: socket.socket, wire: tuple[int, int], lead: Handover, watch: _Watch | None) -> int:
     """Copy the client (``wire``: its in and out descriptors; ``lead``: what the front
     read first) to the host and the host to the client, until the client or the host
-    leaves; line by line while ``watch`` is not settled, then bytes as they come.
+    leaves; line by line while ``watch`` is not settled, then (or without one) bytes as
+    they come.
 
     Plain threads and blocking reads: the front stays small (no event loop to import),
     and a read of stdin works the same on a pipe, a file or ``/dev/null``.
@@ -302,12 +320,13 @@ def _pump(conn: socket.socket, wire: tuple[int, int], lead: Handover, watch: _Wa
 
     def upstream() -> None:
         try:
-            for line in lead.lines:
-                watch.inbound(line)
+            if watch is not None:  # a host up gets no lead: nothing read before
+                for line in lead.lines:
+                    watch.inbound(line)
             conn.sendall(b"".join(lead.lines) + lead.rest)
             held = lead.rest
             while not lead.eof and (chunk := os.read(in_fd, _CHUNK)):
-                if not watch.client_done:  # each line seen before the host can answer it
+                if watch is not None and not watch.client_done:  # seen before it is answered
                     held += chunk
                     *lines, held = held.split(b"\n")
                     for line in lines:
@@ -327,9 +346,10 @@ def _pump(conn: socket.socket, wire: tuple[int, int], lead: Handover, watch: _Wa
     try:
         held = b""
         while chunk := conn.recv(_CHUNK):
-            if watch.settled and not held:
+            if (watch is None or watch.settled) and not held:
                 write(chunk)
                 continue
+            assert watch is not None
             held += chunk
             *lines, held = held.split(b"\n")
             out = b"".join(watch.outbound(line + b"\n") for line in lines)
