@@ -1,7 +1,8 @@
 """The episode pipeline: one environment's episode behind small layers, in Gymnasium's
-wrapper manner (order, mask, rewards, recorder, narrator; repeat and view around
-them), and the typed operations a server runs on it. Imports no MCP machinery, so a
-worker process runs the very same pipeline."""
+wrapper manner (order, mask, rewards, recorder, narrator, repeat; the view outermost,
+writing the answer), and the typed operations a server hands it: an op goes in,
+one answer comes out. Imports no MCP machinery, so a worker process runs the very
+same pipeline."""
 
 from __future__ import annotations
 

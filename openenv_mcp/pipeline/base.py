@@ -4,22 +4,38 @@ it, a saved episode, and the layer base class (Gymnasium's ``Wrapper``, for epis
 The pipeline is a chain of small layers around one environment, innermost first:
 :class:`~.core.EnvCore` (the env and the episode's counters), then
 :class:`~.mask.ActionMask`, :class:`~.order.OrderEnforcing`,
-:class:`~.rewards.ServedRewards`, :class:`~.recorder.Recorder` and
-:class:`~.narrator.Narrator`; :mod:`.repeat` holds an action for several steps and
-:mod:`.view` turns the outcome into what the wire carries. Each layer does one
-thing and passes the rest on, so each is tested alone; none imports MCP, so the
-same pipeline runs in the server process and in a worker process.
+:class:`~.rewards.ServedRewards`, :class:`~.recorder.Recorder`,
+:class:`~.narrator.Narrator` and :class:`~.repeat.Repeat`; outermost,
+:class:`~.view.View` writes the answer (its structured view, its text, its frame).
+Every layer gets the operation itself (:mod:`.ops`), so what a layer needs of the
+call travels with it. Each layer does one thing and passes the rest on, so each is
+tested alone; none imports MCP, so the same pipeline runs in the server process and
+in a worker process.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.narration import Narration
+
+if TYPE_CHECKING:
+    from openenv_mcp.pipeline.ops import (
+        CallTool,
+        Close,
+        Frame,
+        LegalActions,
+        Look,
+        Reset,
+        Restore,
+        Snapshot,
+        Step,
+        Summary,
+    )
 
 __all__ = ["EpisodeState", "Layer", "Moment", "SavedEpisode", "Status"]
 
@@ -36,7 +52,8 @@ class EpisodeState:
         narration: its words for a model.
         status, step, terminated, truncated, observation, info, mask, env_return:
             written by :class:`~.core.EnvCore`.
-        reward: the last step call's reward (all its steps'), written by the pipeline.
+        reward: the last call's reward (all its steps'), written by
+            :class:`~.repeat.Repeat` (zero after a reset or a restore).
         episode_return, scored: written by :class:`~.rewards.ServedRewards` (the sum of
             served rewards; the trajectory rewards' scores at the end).
         recording: written by :class:`~.recorder.Recorder` (the episode's file).
@@ -114,7 +131,8 @@ class SavedEpisode:
 
 class Layer:
     """One concern of the pipeline around ``inner``; every operation it does not
-    override passes straight through (Gymnasium's ``Wrapper`` manner).
+    override passes straight through (Gymnasium's ``Wrapper`` manner). Each method
+    gets its operation (:mod:`.ops`) whole.
 
     Args:
         inner: the next layer in (ending at :class:`~.core.EnvCore`).
@@ -124,30 +142,43 @@ class Layer:
         self.inner = inner
         self.episode: EpisodeState = inner.episode
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> Moment:
-        """Start an episode (options already parsed)."""
-        return self.inner.reset(seed, options)
+    def reset(self, op: Reset) -> Moment:
+        """Start an episode."""
+        return self.inner.reset(op)
 
-    def step(self, action: Any) -> Moment:
-        """One step with a wire action."""
-        return self.inner.step(action)
+    def step(self, op: Step, action: Any) -> Moment:
+        """One step of ``op`` with ``action``: the wire's above
+        :class:`~.mask.ActionMask`, the environment's (parsed) below it."""
+        return self.inner.step(op, action)
 
-    def look(self) -> Moment:
+    def look(self, op: Look) -> Moment:
         """The episode as it is (the ``state`` tool), the env's state fields in ``info``."""
-        return self.inner.look()
+        return self.inner.look(op)
 
-    def snapshot(self) -> SavedEpisode:
+    def snapshot(self, op: Snapshot) -> SavedEpisode:
         """The episode's full state."""
-        return self.inner.snapshot()
+        return self.inner.snapshot(op)
 
-    def restore(self, saved: SavedEpisode) -> Moment:
+    def restore(self, op: Restore) -> Moment:
         """Continue from a snapshot."""
-        return self.inner.restore(saved)
+        return self.inner.restore(op)
 
-    def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        """The environment's own episode tool ``name``."""
-        return self.inner.call_tool(name, params)
+    def call_tool(self, op: CallTool) -> dict[str, Any]:
+        """The environment's own episode tool ``op.name``."""
+        return self.inner.call_tool(op)
 
-    def close(self) -> None:
+    def legal_actions(self, op: LegalActions) -> dict[str, Any]:
+        """The actions legal now (every action where nothing narrows them)."""
+        return self.inner.legal_actions(op)
+
+    def summary(self, op: Summary) -> dict[str, Any]:
+        """The episode so far: steps, returns, trajectory scores, its recording."""
+        return self.inner.summary(op)
+
+    def frame(self, op: Frame) -> bytes | None:
+        """The current frame as PNG at the env's size, for a watcher (``None``: none yet)."""
+        return self.inner.frame(op)
+
+    def close(self, op: Close) -> None:
         """End the episode and free the environment."""
-        self.inner.close()
+        self.inner.close(op)

@@ -1,29 +1,41 @@
-"""An episode's pipeline: its layers, built from the server's options, and the
-operations a server runs on it."""
+"""An episode's pipeline: its layers, built from the server's options, as one chain
+an operation (:mod:`.ops`) runs down."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from openenv_mcp._rng import set_rng_from_wire
-from openenv_mcp.codecs import Frames, encode_png
-from openenv_mcp.environment import Environment, has_frame
-from openenv_mcp.errors import ArgumentError
+from openenv_mcp.codecs import Frames
+from openenv_mcp.environment import Environment
 from openenv_mcp.pipeline.base import EpisodeState, Layer, SavedEpisode
-from openenv_mcp.pipeline.core import EnvCore
+from openenv_mcp.pipeline.core import EnvCore, legal_actions
 from openenv_mcp.pipeline.mask import ActionMask
 from openenv_mcp.pipeline.narrator import Narrator
+from openenv_mcp.pipeline.ops import (
+    CallTool,
+    Close,
+    Frame,
+    LegalActions,
+    Look,
+    Op,
+    Reset,
+    Restore,
+    Snapshot,
+    Step,
+    Summary,
+)
 from openenv_mcp.pipeline.order import OrderEnforcing
 from openenv_mcp.pipeline.recorder import Recorder, RecordErrors
-from openenv_mcp.pipeline.repeat import step_repeated
+from openenv_mcp.pipeline.repeat import Repeat
 from openenv_mcp.pipeline.rewards import ServedRewards
-from openenv_mcp.pipeline.view import Outcome, View
+from openenv_mcp.pipeline.view import Reply, View
 from openenv_mcp.recording import EpisodeRecorder
 from openenv_mcp.rewards import RewardSet, load_rewards
 
-__all__ = ["EpisodePipeline", "PipelineOptions"]
+__all__ = ["EpisodePipeline", "PipelineOptions", "legal_actions"]
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -50,8 +62,9 @@ class PipelineOptions:
 
 
 class EpisodePipeline:
-    """One environment and its episode, behind the pipeline's layers; every call on one
-    pipeline is serialized by its caller.
+    """One environment and its episode, behind the pipeline's layers: an operation goes in
+    (:meth:`run`), its one answer comes out. The pipeline holds only the chain's outer
+    end; every call on one pipeline is serialized by its caller.
 
     Args:
         env: the environment instance (the pipeline owns and closes it).
@@ -63,34 +76,33 @@ class EpisodePipeline:
         self, env: Environment[Any], episode_id: str, options: PipelineOptions | None = None
     ) -> None:
         options = options or PipelineOptions()
-        layer: Layer = EnvCore(env, episode_id)
-        self.mask = ActionMask(layer)
         # Outside the mask: a step after the end is ResetNeeded, whatever the action.
-        self.order = OrderEnforcing(self.mask)
+        layer: Layer = OrderEnforcing(ActionMask(EnvCore(env, episode_id)))
         served = [*type(env).serving.rewards, *load_rewards(options.rewards)]
-        self.rewards = ServedRewards(self.order, RewardSet(served) if served else None)
-        layer = self.rewards
-        self.recorder: Recorder | None = None
+        layer = ServedRewards(layer, RewardSet(served) if served else None)
         if options.record is not None:
             writer = EpisodeRecorder(
                 options.record, episode_id, env, options.describe, video=options.record_video
             )
-            layer = self.recorder = Recorder(layer, writer, options.record_errors)
-        self.narrator = Narrator(layer)
-        self.top: Layer = self.narrator
-        self.view = View(self.narrator.episode, options.frame_scale)
+            layer = Recorder(layer, writer, options.record_errors)
+        self.chain = View(Repeat(Narrator(layer)), options.frame_scale)
 
     @property
     def episode(self) -> EpisodeState:
         """The episode's state."""
-        return self.top.episode
+        return self.chain.episode
 
     @property
     def env(self) -> Environment[Any]:
         """The environment."""
-        return self.episode.env
+        return self.chain.episode.env
 
-    # -- operations (see :mod:`.ops`) -----------------------------------------------------
+    def run(self, op: Op[R]) -> R:
+        """Run ``op`` down the chain; its answer (a :class:`~.view.Reply` for an op that
+        answers with a view)."""
+        return op.apply(self.chain)
+
+    # -- each operation by name: the op built and run ---------------------------------------
 
     def reset(
         self,
@@ -99,116 +111,44 @@ class EpisodePipeline:
         frames: Frames,
         np_random: dict[str, Any] | None = None,
         extras: tuple[str, ...] = (),
-    ) -> Outcome:
-        """Start an episode (seeded, with per-episode options).
-
-        ``np_random`` (a state an earlier reset answered, drawn on by the client's
-        copy) puts the env's generator there first, where no seed replaces it.
-        """
-        self.view.check_extras(extras)
-        if np_random is not None and seed is None:
-            generator = self.env.np_random
-            if generator is None:
-                raise ArgumentError(f"np_random: {self.env.name} has no random generator to set")
-            set_rng_from_wire(generator, np_random)
-        moment = self.top.reset(seed, options)
-        self.episode.reward = 0.0
-        text = self.narrator.reset_text(seed)
-        return self.view.outcome(moment, text, frames, opening=True, extras=extras)
+    ) -> Reply:
+        """Start an episode (:class:`~.ops.Reset`)."""
+        return self.chain.reset(Reset(seed, options, frames, np_random, extras))
 
     def step(
         self, action: Any, frames: Frames, repeat: int = 1, extras: tuple[str, ...] = ()
-    ) -> Outcome:
-        """Take ``action`` (held for ``repeat`` steps, stopping where the episode ends)."""
-        self.view.check_extras(extras)
-        if self.recorder is not None:
-            arguments: dict[str, Any] = {"action": action}
-            if repeat != 1:
-                arguments["repeat"] = repeat
-            self.recorder.expect_call("step", arguments)
-        moment = step_repeated(self.top, action, repeat)
-        self.episode.reward = moment.reward
-        text = self.narrator.step_text(action, moment)
-        return self.view.outcome(moment, text, frames, stepped=True, extras=extras)
+    ) -> Reply:
+        """Take ``action``, held for ``repeat`` steps (:class:`~.ops.Step`)."""
+        return self.chain.step(Step(action, frames, repeat, extras))
 
-    def look(self, frames: Frames, extras: tuple[str, ...] = ()) -> Outcome:
-        """The episode as it is, with the environment's state fields in ``info``."""
-        self.view.check_extras(extras)
-        moment = self.top.look()
-        return self.view.outcome(moment, self.narrator.look_text(), frames, extras=extras)
+    def look(self, frames: Frames, extras: tuple[str, ...] = ()) -> Reply:
+        """The episode as it is (:class:`~.ops.Look`)."""
+        return self.chain.look(Look(frames, extras))
 
     def snapshot(self) -> SavedEpisode:
-        """The episode's full state, to restore here or in another pipeline."""
-        return self.top.snapshot()
+        """The episode's full state (:class:`~.ops.Snapshot`)."""
+        return self.chain.snapshot(Snapshot())
 
-    def restore(self, saved: SavedEpisode, frames: Frames) -> Outcome:
-        """Continue from a snapshot taken in this process or another."""
-        moment = self.top.restore(saved)
-        self.episode.reward = 0.0
-        return self.view.outcome(moment, self.narrator.restore_text(), frames, opening=True)
+    def restore(self, saved: SavedEpisode, frames: Frames) -> Reply:
+        """Continue from a snapshot (:class:`~.ops.Restore`)."""
+        return self.chain.restore(Restore(saved, frames))
 
     def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        """The environment's own episode tool ``name``: a JSON-able answer."""
-        return self.top.call_tool(name, params)
+        """The environment's own episode tool ``name`` (:class:`~.ops.CallTool`)."""
+        return self.chain.call_tool(CallTool(name, params))
 
     def legal_actions(self) -> dict[str, Any]:
-        """The actions legal now (all before the first reset), by number and name."""
-        state = self.episode
-        legal = self.mask.legal_now() if state.status != "new" else None
-        return legal_actions(self.env, legal, state.narration.action_name)
+        """The actions legal now (:class:`~.ops.LegalActions`)."""
+        return self.chain.legal_actions(LegalActions())
 
     def summary(self) -> dict[str, Any]:
-        """The episode so far: steps, returns, the trajectory rewards (at the end), and
-        where it is recorded."""
-        self.order.require_reset("episode_summary")
-        state = self.episode
-        summary: dict[str, Any] = {
-            "episode_id": state.episode_id,
-            "status": state.status,
-            "steps": state.step,
-            "episode_return": state.episode_return,
-            "env_return": state.env_return,
-            "terminated": state.terminated,
-            "truncated": state.truncated,
-        }
-        if state.scored is not None:
-            summary["trajectory"] = state.scored
-        if state.recording is not None:
-            summary["recording"] = state.recording
-        return summary
+        """The episode so far (:class:`~.ops.Summary`)."""
+        return self.chain.summary(Summary())
 
     def frame_png(self) -> bytes | None:
-        """The current frame as PNG at the environment's size, for a watcher (nothing
-        recorded, nothing counted); ``None`` where there is no frame yet."""
-        if not has_frame(self.env) or self.episode.status == "new":
-            return None
-        frame = self.env.render()
-        return None if frame is None else encode_png(frame)
+        """The current frame as PNG, for a watcher (:class:`~.ops.Frame`)."""
+        return self.chain.frame(Frame())
 
     def close(self) -> None:
-        """End the recording (if the episode is mid-way) and free the environment."""
-        self.top.close()
-
-
-def legal_actions(
-    env: Environment[Any],
-    legal: list[int] | None,
-    name_of: Callable[[int], str | None] | None = None,
-) -> dict[str, Any]:
-    """The ``legal_actions`` answer: each action legal now (every one where ``legal`` is
-    ``None``) with its name and meaning where known."""
-    actions = env.action_set
-    space = env.action_space
-    start = int(getattr(space, "start", 0))
-    ids = legal if legal is not None else list(range(start, start + int(getattr(space, "n", 0))))
-    listed = []
-    for action in ids:
-        entry: dict[str, Any] = {"id": action}
-        named = actions.by_id(action) if actions is not None else None
-        name = named.name if named is not None else (name_of(action) if name_of else None)
-        if name is not None:
-            entry["name"] = name
-        if named is not None and named.meaning:
-            entry["meaning"] = named.meaning
-        listed.append(entry)
-    return {"actions": listed}
+        """End the recording and free the environment (:class:`~.ops.Close`)."""
+        self.chain.close(Close())

@@ -1,9 +1,11 @@
 """The operations a server runs on an episode's pipeline: small typed values.
 
-Each is a frozen dataclass that pickles (it crosses a worker's pipe) and says what
-it does in its :meth:`~Op.apply`, so a call is dispatched the same way inline, on
-a thread and in a worker, and "go to definition" leads from the handler that
-sends it to the code that runs it.
+Each is a frozen dataclass that pickles (it crosses a worker's pipe) and travels
+down the chain whole: a layer gets the op it serves, so whatever a layer needs of
+the call (the recorder: which tool call this is, :attr:`Step.call`) rides on the
+op, never on state set beforehand. :meth:`~Op.apply` names the chain's method that
+runs it, so a call is dispatched the same way inline, on a thread and in a worker,
+and "go to definition" leads from the handler that sends it to the code that runs it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from openenv_mcp.codecs import Frames
 
 if TYPE_CHECKING:
     from openenv_mcp.pipeline.base import SavedEpisode
-    from openenv_mcp.pipeline.episode import EpisodePipeline
-    from openenv_mcp.pipeline.view import Outcome
+    from openenv_mcp.pipeline.view import Reply, View
 
 __all__ = [
     "CallTool",
@@ -43,13 +44,13 @@ class Op(Generic[R]):
     #: Whether watchers see it (a query that changes nothing and says nothing new is not).
     watched: bool = True
 
-    def apply(self, episode: EpisodePipeline) -> R:
-        """Run on ``episode``'s pipeline, where its environment lives."""
+    def apply(self, chain: View) -> R:
+        """Run down ``chain`` (an episode pipeline's outermost layer), where its env lives."""
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Reset(Op["Outcome"]):
+class Reset(Op["Reply"]):
     """Start an episode (``reset``)."""
 
     seed: int | None
@@ -61,34 +62,47 @@ class Reset(Op["Outcome"]):
     extras: tuple[str, ...] = ()
     tool = "reset"
 
-    def apply(self, episode: EpisodePipeline) -> Outcome:
-        return episode.reset(self.seed, self.options, self.frames, self.np_random, self.extras)
+    def apply(self, chain: View) -> Reply:
+        return chain.reset(self)
 
 
 @dataclass(frozen=True)
-class Step(Op["Outcome"]):
+class Step(Op["Reply"]):
     """Take an action, held for ``repeat`` steps (``step``, an action tool)."""
 
     action: Any
     frames: Frames
     repeat: int = 1
     extras: tuple[str, ...] = ()
+    #: A step a repeat takes after the call's first (:class:`~.repeat.Repeat`): it is
+    #: no tool call of its own, so its record names none.
+    held: bool = False
     tool = "step"
 
-    def apply(self, episode: EpisodePipeline) -> Outcome:
-        return episode.step(self.action, self.frames, self.repeat, self.extras)
+    @property
+    def call(self) -> dict[str, Any] | None:
+        """The tool call this step is, as a recording names it (``None``: a held step)."""
+        if self.held:
+            return None
+        arguments: dict[str, Any] = {"action": self.action}
+        if self.repeat != 1:
+            arguments["repeat"] = self.repeat
+        return {"tool": "step", "arguments": arguments}
+
+    def apply(self, chain: View) -> Reply:
+        return chain.step(self)
 
 
 @dataclass(frozen=True)
-class Look(Op["Outcome"]):
+class Look(Op["Reply"]):
     """The episode as it is (``state``)."""
 
     frames: Frames
     extras: tuple[str, ...] = ()
     tool = "state"
 
-    def apply(self, episode: EpisodePipeline) -> Outcome:
-        return episode.look(self.frames, self.extras)
+    def apply(self, chain: View) -> Reply:
+        return chain.look(self)
 
 
 @dataclass(frozen=True)
@@ -97,20 +111,20 @@ class Snapshot(Op["SavedEpisode"]):
 
     tool = "snapshot"
 
-    def apply(self, episode: EpisodePipeline) -> SavedEpisode:
-        return episode.snapshot()
+    def apply(self, chain: View) -> SavedEpisode:
+        return chain.snapshot(self)
 
 
 @dataclass(frozen=True)
-class Restore(Op["Outcome"]):
+class Restore(Op["Reply"]):
     """Continue from a snapshot (``reset(from_snapshot=...)``)."""
 
     saved: SavedEpisode
     frames: Frames
     tool = "reset"
 
-    def apply(self, episode: EpisodePipeline) -> Outcome:
-        return episode.restore(self.saved, self.frames)
+    def apply(self, chain: View) -> Reply:
+        return chain.restore(self)
 
 
 @dataclass(frozen=True)
@@ -124,8 +138,8 @@ class CallTool(Op["dict[str, Any]"]):
     def tool(self) -> str:  # type: ignore[override]
         return self.name
 
-    def apply(self, episode: EpisodePipeline) -> dict[str, Any]:
-        return episode.call_tool(self.name, self.params)
+    def apply(self, chain: View) -> dict[str, Any]:
+        return chain.call_tool(self)
 
 
 @dataclass(frozen=True)
@@ -135,8 +149,8 @@ class LegalActions(Op["dict[str, Any]"]):
     tool = "legal_actions"
     watched = False
 
-    def apply(self, episode: EpisodePipeline) -> dict[str, Any]:
-        return episode.legal_actions()
+    def apply(self, chain: View) -> dict[str, Any]:
+        return chain.legal_actions(self)
 
 
 @dataclass(frozen=True)
@@ -145,8 +159,8 @@ class Summary(Op["dict[str, Any]"]):
 
     tool = "episode_summary"
 
-    def apply(self, episode: EpisodePipeline) -> dict[str, Any]:
-        return episode.summary()
+    def apply(self, chain: View) -> dict[str, Any]:
+        return chain.summary(self)
 
 
 @dataclass(frozen=True)
@@ -156,8 +170,8 @@ class Frame(Op["bytes | None"]):
     tool = "frame"
     watched = False
 
-    def apply(self, episode: EpisodePipeline) -> bytes | None:
-        return episode.frame_png()
+    def apply(self, chain: View) -> bytes | None:
+        return chain.frame(self)
 
 
 @dataclass(frozen=True)
@@ -166,5 +180,5 @@ class Close(Op[None]):
 
     tool = "close"
 
-    def apply(self, episode: EpisodePipeline) -> None:
-        episode.close()
+    def apply(self, chain: View) -> None:
+        chain.close(self)

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenv_mcp.errors import ResetNeeded
 from openenv_mcp.pipeline.base import Layer, Moment, SavedEpisode
+
+if TYPE_CHECKING:
+    from openenv_mcp.pipeline.ops import CallTool, Look, Snapshot, Step, Summary
 
 __all__ = ["OrderEnforcing"]
 
@@ -14,21 +17,26 @@ __all__ = ["OrderEnforcing"]
 class OrderEnforcing(Layer):
     """Refuses what the episode's status does not allow, with :class:`ResetNeeded`."""
 
-    def step(self, action: Any) -> Moment:
-        self.require_running("step")
-        return self.inner.step(action)
+    def step(self, op: Step, action: Any) -> Moment:
+        if self.episode.status != "running":
+            self.require_running("step")
+        return self.inner.step(op, action)
 
-    def look(self) -> Moment:
+    def look(self, op: Look) -> Moment:
         self.require_reset("state")
-        return self.inner.look()
+        return self.inner.look(op)
 
-    def snapshot(self) -> SavedEpisode:
+    def snapshot(self, op: Snapshot) -> SavedEpisode:
         self.require_reset("snapshot")
-        return self.inner.snapshot()
+        return self.inner.snapshot(op)
 
-    def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        self.require_running(name)
-        return self.inner.call_tool(name, params)
+    def call_tool(self, op: CallTool) -> dict[str, Any]:
+        self.require_running(op.name)
+        return self.inner.call_tool(op)
+
+    def summary(self, op: Summary) -> dict[str, Any]:
+        self.require_reset("episode_summary")
+        return self.inner.summary(op)
 
     def require_reset(self, what: str) -> None:
         """Refuse ``what`` before the first reset."""

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from openenv_mcp.errors import EnvCrashed, OpenEnvError, RecordingFailed
-from openenv_mcp.pipeline.base import Layer, Moment, SavedEpisode
+from openenv_mcp.pipeline.base import Layer, Moment
 from openenv_mcp.recording import EpisodeRecorder
+
+if TYPE_CHECKING:
+    from openenv_mcp.pipeline.ops import CallTool, Close, Look, Reset, Restore, Step
 
 __all__ = ["RecordErrors", "Recorder"]
 
@@ -28,7 +31,9 @@ T = TypeVar("T")
 
 
 class Recorder(Layer):
-    """Writes the episode as it happens.
+    """Writes the episode as it happens; each record names the tool call its op is
+    (:attr:`~openenv_mcp.pipeline.ops.Step.call`: the first step of a call names it,
+    the steps a repeat holds after it name none).
 
     Args:
         inner: the next layer in.
@@ -41,8 +46,6 @@ class Recorder(Layer):
         super().__init__(inner)
         self.recorder = recorder
         self.errors = errors
-        #: The tool call the next step record carries (the first step of a call only).
-        self._call: dict[str, Any] | None = None
 
     def _guard(self, write: Callable[[], T], moment: Moment | None) -> T | None:
         """Run a write; a failure is the call's answer, or noted on ``moment`` (continue)."""
@@ -56,22 +59,19 @@ class Recorder(Layer):
                 moment.recording_error = str(exc)
             return None
 
-    def expect_call(self, tool: str, arguments: dict[str, Any]) -> None:
-        """The tool call whose steps come next: its first step's record names it."""
-        self._call = {"tool": tool, "arguments": arguments}
-
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> Moment:
-        moment = self.inner.reset(seed, options)
+    def reset(self, op: Reset) -> Moment:
+        moment = self.inner.reset(op)
         path = self._guard(
-            lambda: self.recorder.start(seed, options, moment.observation, moment.info), moment
+            lambda: self.recorder.start(op.seed, op.options, moment.observation, moment.info),
+            moment,
         )
         self.episode.recording = None if path is None else str(path)
         return moment
 
-    def step(self, action: Any) -> Moment:
+    def step(self, op: Step, action: Any) -> Moment:
         state = self.episode
         try:
-            moment = self.inner.step(action)
+            moment = self.inner.step(op, action)
         except Exception as exc:
             # What breaks the episode ends its recording, saying why; an env's own
             # validation error (an illegal first action) changes nothing.
@@ -79,7 +79,7 @@ class Recorder(Layer):
                 why = str(exc)
                 self._guard(lambda: self.recorder.end("broken", steps=state.step, error=why), None)
             raise
-        call, self._call = self._call, None
+        call = op.call
         self._guard(
             lambda: self.recorder.step(
                 state.step,
@@ -108,13 +108,14 @@ class Recorder(Layer):
             )
         return moment
 
-    def look(self) -> Moment:
-        moment = self.inner.look()
+    def look(self, op: Look) -> Moment:
+        moment = self.inner.look(op)
         self._guard(lambda: self.recorder.call("state", None, self.episode.step), moment)
         return moment
 
-    def restore(self, saved: SavedEpisode) -> Moment:
-        moment = self.inner.restore(saved)
+    def restore(self, op: Restore) -> Moment:
+        moment = self.inner.restore(op)
+        saved = op.saved
         # Not replayable from a seed: the start record says so.
         path = self._guard(
             lambda: self.recorder.start(
@@ -125,16 +126,16 @@ class Recorder(Layer):
         self.episode.recording = None if path is None else str(path)
         return moment
 
-    def call_tool(self, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        answer = self.inner.call_tool(name, params)
-        self._guard(lambda: self.recorder.call(name, params, self.episode.step), None)
+    def call_tool(self, op: CallTool) -> dict[str, Any]:
+        answer = self.inner.call_tool(op)
+        self._guard(lambda: self.recorder.call(op.name, op.params, self.episode.step), None)
         return answer
 
-    def close(self) -> None:
+    def close(self, op: Close) -> None:
         try:
             state = self.episode
             self.recorder.end("closed", steps=state.step, episode_return=state.episode_return)
         except RecordingFailed as exc:  # closing goes on: the failure is only told
             log.warning("closing an episode: %s", exc)
         finally:
-            self.inner.close()
+            self.inner.close(op)

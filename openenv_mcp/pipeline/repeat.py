@@ -3,51 +3,67 @@ should look: the episode's end, a life lost, an action no longer legal."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from openenv_mcp.errors import ArgumentError, InvalidAction
 from openenv_mcp.pipeline.base import Layer, Moment
 from openenv_mcp.pipeline.narrator import lost_a_life
 
-__all__ = ["MAX_REPEAT", "step_repeated"]
+if TYPE_CHECKING:
+    from openenv_mcp.pipeline.ops import Step
+
+__all__ = ["MAX_REPEAT", "Repeat"]
 
 #: Most steps one call may take: at Atari's frameskip 4, about two seconds of play.
 MAX_REPEAT = 32
 
 
-def step_repeated(layer: Layer, action: Any, repeat: int) -> Moment:
-    """``layer.step(action)`` up to ``repeat`` times, as one moment: the last observation,
-    the summed reward and breakdown, and every event on the way (each saying when,
-    where several steps were taken).
+class Repeat(Layer):
+    """Takes ``op.repeat`` steps as one moment: the last observation, the summed reward
+    and breakdown, and every event on the way (each saying when, where several steps
+    were taken). It writes the call's reward on the episode (``episode.reward``).
 
     Raises:
-        ArgumentError: ``repeat`` outside ``1..MAX_REPEAT``.
+        ArgumentError: ``op.repeat`` outside ``1..MAX_REPEAT``.
         InvalidAction: the first step's action is not legal (a later one stops the
             repeat instead, saying so).
     """
-    if not 1 <= repeat <= MAX_REPEAT:
-        raise ArgumentError(f"repeat must be 1..{MAX_REPEAT}, got {repeat}")
-    if repeat == 1:
-        return layer.step(action)
-    total: Moment | None = None
-    events: list[str] = []
-    for _ in range(repeat):
-        before = layer.episode.info
-        try:
-            moment = layer.step(action)
-        except InvalidAction as exc:
-            if total is None:
-                raise
-            events.append(f"Stopped after {total.taken} steps: {exc}")
-            break
-        at = f"step {layer.episode.step}"
-        events += [e if at in e else f"{e} ({at})" for e in moment.events]
-        total = moment if total is None else _add(total, moment)
-        if moment.ended or lost_a_life(before, moment.info):
-            break  # a model should look before it goes on
-    assert total is not None
-    total.events = events
-    return total
+
+    def step(self, op: Step, action: Any) -> Moment:
+        repeat = op.repeat
+        if repeat == 1:
+            moment = self.inner.step(op, action)
+        elif not 1 <= repeat <= MAX_REPEAT:
+            raise ArgumentError(f"repeat must be 1..{MAX_REPEAT}, got {repeat}")
+        else:
+            moment = self._held(op, action)
+        self.episode.reward = moment.reward
+        return moment
+
+    def _held(self, op: Step, action: Any) -> Moment:
+        # The steps after the first are the same call's: their records name no call.
+        held = dataclasses.replace(op, held=True)
+        state = self.episode
+        total: Moment | None = None
+        events: list[str] = []
+        for _ in range(op.repeat):
+            before = state.info
+            try:
+                moment = self.inner.step(op if total is None else held, action)
+            except InvalidAction as exc:
+                if total is None:
+                    raise
+                events.append(f"Stopped after {total.taken} steps: {exc}")
+                break
+            at = f"step {state.step}"
+            events += [e if at in e else f"{e} ({at})" for e in moment.events]
+            total = moment if total is None else _add(total, moment)
+            if moment.ended or lost_a_life(before, moment.info):
+                break  # a model should look before it goes on
+        assert total is not None
+        total.events = events
+        return total
 
 
 def _add(total: Moment, moment: Moment) -> Moment:

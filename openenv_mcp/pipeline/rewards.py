@@ -4,10 +4,13 @@ breakdown, the episode's return, and the trajectory rewards' scores at its end."
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenv_mcp.pipeline.base import Layer, Moment, SavedEpisode
 from openenv_mcp.rewards import RewardSet, Step
+
+if TYPE_CHECKING:
+    from openenv_mcp.pipeline import ops
 
 __all__ = ["ServedRewards"]
 
@@ -26,15 +29,15 @@ class ServedRewards(Layer):
         #: The episode's steps, for trajectory rewards (observations only if one reads them).
         self.trajectory: list[Step] = []
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> Moment:
-        moment = self.inner.reset(seed, options)
+    def reset(self, op: ops.Reset) -> Moment:
+        moment = self.inner.reset(op)
         self.episode.episode_return = 0.0
         self.episode.scored = None
         self.trajectory = []
         return moment
 
-    def step(self, action: Any) -> Moment:
-        moment = self.inner.step(action)
+    def step(self, op: ops.Step, action: Any) -> Moment:
+        moment = self.inner.step(op, action)
         rewards = self.rewards
         if rewards is not None:
             step = Step(
@@ -59,11 +62,12 @@ class ServedRewards(Layer):
             moment.trajectory = self.episode.scored = rewards.end(self.trajectory)
         return moment
 
-    def snapshot(self) -> SavedEpisode:
-        return dataclasses.replace(self.inner.snapshot(), trajectory=tuple(self.trajectory))
+    def snapshot(self, op: ops.Snapshot) -> SavedEpisode:
+        return dataclasses.replace(self.inner.snapshot(op), trajectory=tuple(self.trajectory))
 
-    def restore(self, saved: SavedEpisode) -> Moment:
-        moment = self.inner.restore(saved)
+    def restore(self, op: ops.Restore) -> Moment:
+        moment = self.inner.restore(op)
+        saved = op.saved
         self.episode.episode_return = saved.episode_return
         self.episode.scored = None
         self.trajectory = list(saved.trajectory)

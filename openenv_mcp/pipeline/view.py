@@ -1,4 +1,6 @@
-"""What the wire carries of an answer: the structured view, the PNG frame and the text.
+"""The pipeline's outermost layer: it writes the answer an operation sends, the
+structured view, the text a model reads and the frame, as one :class:`Reply` in wire
+form.
 
 Made where the environment lives, so only this crosses a worker's pipe: a few
 hundred bytes for a zstd Atari frame, rather than the frame's 100 KB.
@@ -6,58 +8,225 @@ hundred bytes for a zstd Atari frame, rather than the frame's 100 KB.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from openenv_mcp._rng import rng_to_wire
-from openenv_mcp.codecs import Frames, array_form, encode_png, encode_raw, wants_png
+from openenv_mcp.codecs import (
+    PNG_MIME,
+    Frames,
+    array_form,
+    b64_text,
+    encode_png,
+    encode_raw,
+    wants_png,
+)
 from openenv_mcp.environment import has_frame
-from openenv_mcp.pipeline.base import EpisodeState, Moment
+from openenv_mcp.errors import InvalidAction, OpenEnvError
+from openenv_mcp.pipeline.base import EpisodeState, Layer, Moment, SavedEpisode
 from openenv_mcp.spaces import encode, is_array_space
 
-__all__ = ["MIN_FRAME_EDGE", "Outcome", "View"]
+if TYPE_CHECKING:
+    from fastmcp.tools.base import ToolResult
+
+    from openenv_mcp.pipeline.ops import (
+        CallTool,
+        Close,
+        Frame,
+        LegalActions,
+        Look,
+        Reset,
+        Restore,
+        Snapshot,
+        Step,
+        Summary,
+    )
+
+__all__ = ["MIN_FRAME_EDGE", "Outcome", "Reply", "View", "image_block", "text_block"]
+
+log = logging.getLogger("openenv_mcp.server")
 
 #: Frames scaled automatically (``frame_scale=None``) get at least this short edge, in
 #: pixels: vision models read images under 200 px poorly.
 MIN_FRAME_EDGE = 400
+#: Longest observation text quoted in an answer.
+TEXT_LIMIT = 300
+_ACTION_LABEL = 40
 
 
-class Outcome(NamedTuple):
-    """An episode operation's answer, ready for the wire.
+def text_block(text: str) -> dict[str, Any]:
+    """A text content block."""
+    return {"type": "text", "text": text}
 
-    Attributes:
-        view: the ``structuredContent``: episode id, status, counters, info,
-            the summary and events, and the observation where the call's
-            frames send it.
-        png: the frame as PNG bytes, where the call asked for one.
-        text: the summary a model reads (the same as ``view["summary"]``).
+
+def image_block(png: bytes) -> dict[str, Any]:
+    """A PNG image content block."""
+    return {"type": "image", "data": b64_text(png), "mimeType": PNG_MIME}
+
+
+@dataclass
+class Reply:
+    """A tool result in wire form, cheap to build: what an episode operation answers
+    (its text, its frame, its structured view), and every other tool answer or error.
+
+    The direct paths write :meth:`wire` straight to the client; FastMCP's
+    stack takes :meth:`tool_result`. Both are built without re-validating the
+    payload (pydantic would copy a 100 KB base64 frame through JSON again).
     """
 
-    view: dict[str, Any]
-    png: bytes | None
-    text: str
+    content: list[dict[str, Any]]
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+    meta: dict[str, Any] | None = None
+
+    @property
+    def view(self) -> dict[str, Any]:
+        """The structured view (``structuredContent``; empty where there is none)."""
+        return self.structured if self.structured is not None else {}
+
+    @property
+    def text(self) -> str:
+        """The text a model reads first (an episode answer's summary)."""
+        return str(self.content[0].get("text", "")) if self.content else ""
+
+    def wire(self) -> dict[str, Any]:
+        """The ``CallToolResult`` as a JSON-ready dict."""
+        out: dict[str, Any] = {"content": self.content, "isError": self.is_error}
+        if self.structured is not None:
+            out["structuredContent"] = self.structured
+        if self.meta is not None:
+            out["_meta"] = self.meta
+        return out
+
+    def tool_result(self) -> ToolResult:
+        """The same result as a FastMCP :class:`ToolResult`."""
+        from fastmcp.tools.base import ToolResult
+        from mcp_types import ImageContent, TextContent
+
+        blocks: list[Any] = [
+            ImageContent.model_construct(
+                type="image", data=c["data"], mime_type=c["mimeType"], annotations=None, meta=None
+            )
+            if c["type"] == "image"
+            else TextContent.model_construct(
+                type="text", text=c["text"], annotations=None, meta=None
+            )
+            for c in self.content
+        ]
+        return ToolResult.model_construct(
+            content=blocks,
+            structured_content=self.structured,
+            meta=self.meta,
+            is_error=self.is_error,
+        )
+
+
+#: The answer of an episode operation: a :class:`Reply` (the name it had as a shape of
+#: its own, kept for code that imports it).
+Outcome = Reply
 
 
 class View:
-    """Renders answers of one episode.
+    """Writes the answers of one episode: the outermost layer of its pipeline, and the
+    one an operation enters by (:meth:`~openenv_mcp.pipeline.ops.Op.apply`).
 
     Args:
-        episode: the episode's state.
+        inner: the layer below (the episode's :class:`~.repeat.Repeat`).
         frame_scale: PNG frames are this many times the environment's (nearest
             neighbour); ``None``: the least scale that makes the short edge at least
             :data:`MIN_FRAME_EDGE` pixels, so a model can read them.
     """
 
-    def __init__(self, episode: EpisodeState, frame_scale: int | None) -> None:
-        self.episode = episode
+    def __init__(self, inner: Layer, frame_scale: int | None) -> None:
+        self.inner = inner
+        self.episode: EpisodeState = inner.episode
         self.frame_scale = frame_scale
-        space = episode.env.observation_space
-        self._space = space
-        self._array_obs = is_array_space(space)
-        self._has_frame = has_frame(episode.env)
+        env = self.episode.env
+        self._space = env.observation_space
+        self._array_obs = is_array_space(self._space)
+        self._has_frame = has_frame(env)
 
-    def outcome(
+    # -- operations that answer with a view ------------------------------------------------
+
+    def reset(self, op: Reset) -> Reply:
+        """Start an episode; the answer opens it (what it is, its actions)."""
+        if op.extras:
+            self.check_extras(op.extras)
+        moment = self.inner.reset(op)
+        state = self.episode
+        seeded = f", seed {op.seed}" if op.seed is not None else ""
+        head = f"New episode of {state.narration.title} (episode {state.episode_id}{seeded})"
+        text = self.text(head, [], opening=True)
+        return self.reply(moment, text, op.frames, opening=True, extras=op.extras)
+
+    def step(self, op: Step) -> Reply:
+        """One call's steps; the answer says what they did (``moment`` may sum several)."""
+        if op.extras:
+            self.check_extras(op.extras)
+        moment = self.inner.step(op, op.action)
+        state = self.episode
+        label = self.action_label(op.action) + (f" x{moment.taken}" if moment.taken > 1 else "")
+        head = (
+            f"Step {state.step} ({label}): reward {moment.reward:+g}, "
+            f"return {state.episode_return:g}"
+        )
+        text = self.text(head, moment.events)
+        return self.reply(moment, text, op.frames, stepped=True, extras=op.extras)
+
+    def look(self, op: Look) -> Reply:
+        """The episode as it is (``state``)."""
+        if op.extras:
+            self.check_extras(op.extras)
+        moment = self.inner.look(op)
+        state = self.episode
+        head = (
+            f"Episode {state.episode_id} of {state.narration.title} at step {state.step}: "
+            f"return {state.episode_return:g}"
+        )
+        return self.reply(moment, self.text(head, []), op.frames, extras=op.extras)
+
+    def restore(self, op: Restore) -> Reply:
+        """Continue from a snapshot; the answer opens the continued episode."""
+        moment = self.inner.restore(op)
+        state = self.episode
+        head = (
+            f"Episode {state.episode_id} of {state.narration.title} continues from a snapshot "
+            f"at step {state.step} (return {state.episode_return:g})"
+        )
+        return self.reply(moment, self.text(head, [], opening=True), op.frames, opening=True)
+
+    # -- operations answered below, as they are ----------------------------------------------
+
+    def snapshot(self, op: Snapshot) -> SavedEpisode:
+        """The episode's full state, to restore here or in another pipeline."""
+        return self.inner.snapshot(op)
+
+    def call_tool(self, op: CallTool) -> dict[str, Any]:
+        """The environment's own episode tool: a JSON-able answer."""
+        return self.inner.call_tool(op)
+
+    def legal_actions(self, op: LegalActions) -> dict[str, Any]:
+        """The actions legal now (all before the first reset), by number and name."""
+        return self.inner.legal_actions(op)
+
+    def summary(self, op: Summary) -> dict[str, Any]:
+        """The episode so far: steps, returns, trajectory rewards, its recording."""
+        return self.inner.summary(op)
+
+    def frame(self, op: Frame) -> bytes | None:
+        """The current frame as PNG at the env's size, for a watcher."""
+        return self.inner.frame(op)
+
+    def close(self, op: Close) -> None:
+        """End the recording (if the episode is mid-way) and free the environment."""
+        self.inner.close(op)
+
+    # -- the answer ------------------------------------------------------------------------
+
+    def reply(
         self,
         moment: Moment,
         text: str,
@@ -66,7 +235,7 @@ class View:
         opening: bool = False,
         stepped: bool = False,
         extras: tuple[str, ...] = (),
-    ) -> Outcome:
+    ) -> Reply:
         """The answer to an operation that left the episode at ``moment``.
 
         Args:
@@ -93,8 +262,8 @@ class View:
         }
         if stepped:
             view["repeated"] = moment.taken
-        actions = state.env.action_set
         if opening:
+            actions = state.env.action_set
             if actions is not None:
                 view["legal_actions"] = actions.names
             if state.recording is not None:
@@ -124,7 +293,11 @@ class View:
             view["observation"] = encode(
                 self._space, state.observation, array_form(frames) or "list"
             )
-        return Outcome(view, self.png(frames), text)
+        content = [{"type": "text", "text": text}]
+        png = self.png(frames) if self._has_frame and wants_png(frames) else None
+        if png is not None:
+            content.append(image_block(png))
+        return Reply(content, view)
 
     def check_extras(self, extras: tuple[str, ...]) -> None:
         """Refuse extras the env does not serve, before anything happens."""
@@ -144,3 +317,55 @@ class View:
         if scale is None:
             scale = max(1, -(-MIN_FRAME_EDGE // min(frame.shape[:2])))
         return encode_png(frame, scale=scale)
+
+    # -- the text a model reads ------------------------------------------------------------
+
+    def text(self, head: str, events: list[str], *, opening: bool = False) -> str:
+        """What a model reads: what happened, the state, and what to do next."""
+        state = self.episode
+        lives = state.info.get("lives")
+        if isinstance(lives, int) and not isinstance(lives, bool) and lives > 0:
+            head += f", {lives} {'life' if lives == 1 else 'lives'} left"
+        sentences = [head, *events]
+        if state.status == "ended":
+            why = "terminated" if state.terminated else "truncated"
+            sentences.append(
+                f"Episode over ({why}) after {state.step} steps with return "
+                f"{state.episode_return:g}: call reset to play again"
+            )
+        words = self._words()
+        if words is not None:
+            cut = words if len(words) <= TEXT_LIMIT else words[: TEXT_LIMIT - 3] + "..."
+            sentences.append(f"Observation: {cut}")
+        briefing = state.narration.briefing() if opening else ""
+        if briefing:
+            sentences.append(briefing)
+        actions = state.env.action_set
+        if opening and actions is not None:
+            legal = "; ".join(f"{a.name} = {a.meaning}" if a.meaning else a.name for a in actions)
+            sentences.append(f"Legal actions: {legal}")
+        return ". ".join([s.rstrip(".") for s in sentences]) + "."
+
+    def action_label(self, action: Any) -> str:
+        """An action as a model named it, or by its name where the action set has one."""
+        actions = self.episode.env.action_set
+        if actions is not None:
+            try:
+                return actions.by_id(actions.resolve(action)).name
+            except (InvalidAction, IndexError):
+                pass
+        text = action if isinstance(action, str) else repr(action)
+        return text if len(text) <= _ACTION_LABEL else text[: _ACTION_LABEL - 3] + "..."
+
+    def _words(self) -> str | None:
+        state = self.episode
+        try:
+            words = state.narration.observation_text(state.observation)
+        except OpenEnvError:
+            raise
+        except Exception:  # a describer must never break a step
+            log.exception("%s.observation_text failed", type(state.narration).__name__)
+            words = None
+        if words is None and not self._array_obs:
+            words = repr(state.observation)
+        return words

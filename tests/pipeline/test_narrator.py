@@ -1,4 +1,4 @@
-"""The Narrator alone: a step's events in words and the text every answer opens with."""
+"""The Narrator alone: a step's events in words."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from openenv_mcp.pipeline.core import EnvCore
 from openenv_mcp.pipeline.narrator import Narrator, lost_a_life
 from openenv_mcp.pipeline.rewards import ServedRewards
 from openenv_mcp_envs.echo import EchoEnv
+from tests.pipeline._calls import reset, step
 
 
 class LoudNarration(Narration[EchoEnv]):
@@ -23,26 +24,11 @@ class LoudEcho(EchoEnv):
     narration = LoudNarration
 
 
-def _narrator(env: EchoEnv) -> Narrator:
-    return Narrator(ServedRewards(EnvCore(env, "ep_n"), None))
-
-
 def test_events_come_from_the_env_and_the_server_and_a_broken_describer_breaks_nothing() -> None:
-    layer = _narrator(LoudEcho(EchoEnv.Config(max_steps=2)))
-    layer.reset(0, None)
-    assert layer.step("hi").events == ["You said 'hi'"]
-    assert layer.step("boom").events == ["The episode was cut short (truncated at step 2)"]
-    text = layer.step_text("boom", layer.inner.look())
-    assert (
-        text.startswith("Step 2 (boom): reward +0, return") and "call reset to play again" in text
-    )
-
-
-def test_the_opening_text_names_the_episode_and_shows_the_observation() -> None:
-    layer = _narrator(EchoEnv(EchoEnv.Config()))
-    layer.reset(7, {"greeting": "hello"})
-    text = layer.reset_text(7)
-    assert text == "New episode of echo (episode ep_n, seed 7). Observation: 'hello'."
+    layer = Narrator(ServedRewards(EnvCore(LoudEcho(EchoEnv.Config(max_steps=2)), "ep_n"), None))
+    reset(layer, 0)
+    assert step(layer, "hi").events == ["You said 'hi'"]
+    assert step(layer, "boom").events == ["The episode was cut short (truncated at step 2)"]
 
 
 def test_a_life_lost_is_seen_from_infos() -> None:

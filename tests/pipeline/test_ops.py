@@ -43,3 +43,10 @@ def test_what_an_op_raises_is_its_outcome_not_the_batchs() -> None:
     )
     assert type(first).__name__ == "ResetNeeded" and second.view["status"] == "running"
     assert [op.tool for op in (Step("x", "none"), CallTool("history", None))] == ["step", "history"]
+
+
+def test_a_step_carries_the_call_a_recording_names() -> None:
+    assert Step("FIRE", "none").call == {"tool": "step", "arguments": {"action": "FIRE"}}
+    repeated = Step("FIRE", "none", repeat=3)
+    assert repeated.call == {"tool": "step", "arguments": {"action": "FIRE", "repeat": 3}}
+    assert Step("FIRE", "none", repeat=3, held=True).call is None  # a repeat's later steps

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from openenv_mcp.data.recording import read_recording
-from openenv_mcp.pipeline import EpisodePipeline, PipelineOptions
+from openenv_mcp.pipeline import EpisodePipeline, Look, PipelineOptions, Reset, Step
 from tests.faulty_env import FaultyConfig, FaultyEnv
 
 
@@ -15,11 +15,11 @@ def test_a_recording_holds_the_calls_and_says_how_the_episode_ended(tmp_path: Pa
     episode = EpisodePipeline(
         FaultyEnv(FaultyConfig()), "ep_rec", PipelineOptions(record=str(tmp_path))
     )
-    path = episode.reset(3, None, "none").view["recording"]
-    episode.step("one", "none", repeat=2)
-    episode.look("none")
+    path = episode.run(Reset(3, None, "none")).view["recording"]
+    episode.run(Step("one", "none", repeat=2))  # the call travels with the op
+    episode.run(Look("none"))
     with pytest.raises(RuntimeError):
-        episode.step("raise", "none")
+        episode.run(Step("raise", "none"))
     recording = read_recording(path)
     assert recording.start["seed"] == 3 and len(recording.steps) == 2
     assert recording.steps[0].call == {"tool": "step", "arguments": {"action": "one", "repeat": 2}}

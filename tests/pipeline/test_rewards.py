@@ -12,6 +12,7 @@ from openenv_mcp.pipeline.mask import ActionMask
 from openenv_mcp.pipeline.rewards import ServedRewards
 from openenv_mcp.rewards import LastStep, RewardSet, Step, reward, trajectory_reward
 from openenv_mcp_envs.echo import EchoEnv
+from tests.pipeline._calls import reset, restore, snapshot, step
 
 
 @reward(name="shout")
@@ -31,24 +32,24 @@ def _served(rewards: RewardSet | None, **config: object) -> ServedRewards:
 
 def test_without_served_rewards_the_envs_own_is_the_return() -> None:
     layer = _served(None)
-    layer.reset(0, None)
-    moment = layer.step("abc")
+    reset(layer, 0)
+    moment = step(layer, "abc")
     assert moment.reward == pytest.approx(0.3) and moment.breakdown is None
     assert layer.episode.episode_return == pytest.approx(0.3)
 
 
 def test_composed_rewards_break_down_and_score_the_trajectory_at_the_end() -> None:
     layer = _served(RewardSet([shout, length]), max_steps=2)
-    layer.reset(0, None)
-    first = layer.step("HEY")
+    reset(layer, 0)
+    first = step(layer, "HEY")
     assert first.reward == 1.0 and first.breakdown == {"env": pytest.approx(0.3), "shout": 1.0}
-    saved = layer.snapshot()
-    last = layer.step("bye")
+    saved = snapshot(layer)
+    last = step(layer, "bye")
     assert last.terminated and last.trajectory == {
         "scores": {"length": 2.0},
         "credit": {"length": [0.0, 2.0]},
     }
     assert layer.episode.scored == last.trajectory
-    layer.restore(saved)  # the trajectory so far comes back with the snapshot
+    restore(layer, saved)  # the trajectory so far comes back with the snapshot
     assert layer.episode.episode_return == 1.0 and layer.episode.scored is None
-    assert layer.step("bye").trajectory == last.trajectory
+    assert step(layer, "bye").trajectory == last.trajectory

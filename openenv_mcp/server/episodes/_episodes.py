@@ -41,7 +41,8 @@ from openenv_mcp.errors import (
     UnknownEpisode,
     UnknownSnapshot,
 )
-from openenv_mcp.pipeline import Frame, Op, Outcome, SavedEpisode
+from openenv_mcp.pipeline import Frame, Op, SavedEpisode
+from openenv_mcp.pipeline.view import Reply
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.episodes._runtime import Runtime
 from openenv_mcp.server.faces._feed import Feed
@@ -677,7 +678,7 @@ class EpisodeTable:
         for i, (episode, outcome) in enumerate(zip(episodes, outcomes, strict=True)):
             if isinstance(outcome, Exception):
                 outcomes[i] = self.failed(episode, ops[i].tool, outcome)
-            elif isinstance(outcome, Outcome):
+            elif isinstance(outcome, Reply):
                 view = outcome.view
                 episode.last_view = {k: v for k, v in view.items() if k != "observation"}
                 self._note_recording(view)

@@ -1,8 +1,9 @@
 """What each tool does: reset, step, step_batch, state, close, snapshots, env tools.
 
 Handlers find the episode a call means (:class:`._episodes.EpisodeTable`), hold its
-lock, run one operation (:mod:`openenv_mcp.pipeline.ops`) where its environment lives
-(the pipeline answers with the view, the frame and the text line), and wrap the answer.
+lock, and hand one operation (:mod:`openenv_mcp.pipeline.ops`) to the episode's
+pipeline where its environment lives; an episode operation's answer comes back as
+the tool's reply (the pipeline's view writes it: the view, the frame, the text).
 Their argument models are in :mod:`openenv_mcp.server.tools._catalog`, which lists them
 as tools.
 """
@@ -36,14 +37,7 @@ from openenv_mcp.server.episodes._episodes import (
     current_caller,
     current_run,
 )
-from openenv_mcp.server.tools._results import (
-    Reply,
-    error_text,
-    image_block,
-    json_reply,
-    outcome_reply,
-    text_block,
-)
+from openenv_mcp.server.tools._results import Reply, error_text, json_reply, text_block
 from openenv_mcp.transports import is_shared
 
 __all__ = ["Handlers", "direct_transport"]
@@ -126,8 +120,10 @@ class Handlers:
     def _frames(self, frames: Frames | None) -> Frames:
         return self.profile.frames or frames or self.settings.default_frames
 
-    def _reply(self, outcome: Any) -> Reply:
-        return outcome_reply(outcome, structured=self.profile.structured)
+    def _reply(self, reply: Reply) -> Reply:
+        """An episode operation's reply, as the profile answers (the agent profile: without
+        its structured view)."""
+        return reply if self.profile.structured else Reply(reply.content)
 
     async def reset(self, args: Any) -> Reply:
         """Start (or restart) an episode; mint its handle."""
@@ -219,10 +215,10 @@ class Handlers:
             if isinstance(outcome, OpenEnvError):
                 errors[index] = outcome
                 continue
-            views[index] = outcome.view
-            if outcome.png is not None:
-                outcome.view["image"] = len(images)
-                images.append(image_block(outcome.png))
+            view = views[index] = outcome.view
+            for block in outcome.content[1:]:  # its frame, where it has one
+                view["image"] = len(images)
+                images.append(block)
         results = [
             views[i] if i in views else {"episode_id": ids[i], "error": error_text(errors[i])}
             for i in range(len(items))

@@ -30,7 +30,7 @@ __all__ = ["Call", "LocalRef", "LocalRuntime", "Runtime", "run_calls"]
 
 log = logging.getLogger("openenv_mcp.server")
 
-#: One operation on one episode: ``(ref, op)`` runs ``op.apply(pipeline)`` where the env lives.
+#: One operation on one episode: ``(ref, op)`` runs ``pipeline.run(op)`` where the env lives.
 Call = tuple[Any, Op[Any]]
 
 
@@ -39,7 +39,7 @@ def run_calls(episodes: Sequence[EpisodePipeline], ops: Sequence[Op[Any]]) -> li
     outcomes: list[Any] = []
     for episode, op in zip(episodes, ops, strict=True):
         try:
-            outcomes.append(op.apply(episode))
+            outcomes.append(episode.run(op))
         except Exception as exc:
             outcomes.append(exc)
     return outcomes

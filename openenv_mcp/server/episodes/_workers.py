@@ -105,7 +105,7 @@ def _worker_main(fd: int) -> None:
             if isinstance(op, _Create):
                 episodes[key] = EpisodePipeline(env_cls(config), op.episode_id, op.options)
                 return ("ok", None)
-            value = op.apply(episodes[key])
+            value = episodes[key].run(op)
             if isinstance(op, Close):
                 del episodes[key]
             return ("ok", value)

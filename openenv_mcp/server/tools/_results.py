@@ -1,22 +1,19 @@
-"""Tool results: their wire form, the one mapping of errors, and the shared output schema.
+"""Tool results: the one mapping of errors, JSON answers, and the shared output schema.
 
-Every episode tool (``reset``, ``step``, ``state``, action tools) answers with
-the same shape, :func:`episode_output_schema`, so clients parse one thing.
+Every answer is a :class:`~openenv_mcp.pipeline.view.Reply`, the wire form the
+episode pipeline's view writes for episode operations. Every episode tool
+(``reset``, ``step``, ``state``, action tools) answers with the same shape,
+:func:`episode_output_schema`, so clients parse one thing.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from fastmcp.tools.base import ToolResult
-from mcp_types import ImageContent, TextContent
-
 from openenv_mcp._rng import RNG_STATE_SCHEMA
-from openenv_mcp.codecs import PNG_MIME, b64_text
 from openenv_mcp.errors import ERROR_META, OpenEnvError
-from openenv_mcp.pipeline import Outcome
+from openenv_mcp.pipeline.view import Reply, image_block, text_block
 from openenv_mcp.spaces import RAW_ARRAY_SCHEMA, is_array_space, value_schema
 from openenv_mcp.spec import EnvSpec
 
@@ -27,7 +24,6 @@ __all__ = [
     "error_text",
     "image_block",
     "json_reply",
-    "outcome_reply",
     "text_block",
 ]
 
@@ -37,71 +33,9 @@ MAX_ERROR_TEXT = 2000
 _ERROR_TAIL = 500
 
 
-@dataclass
-class Reply:
-    """A tool result in wire form, cheap to build.
-
-    The direct paths write :meth:`wire` straight to the client; FastMCP's
-    stack takes :meth:`tool_result`. Both are built without re-validating the
-    payload (pydantic would copy a 100 KB base64 frame through JSON again).
-    """
-
-    content: list[dict[str, Any]]
-    structured: dict[str, Any] | None = None
-    is_error: bool = False
-    meta: dict[str, Any] | None = None
-
-    def wire(self) -> dict[str, Any]:
-        """The ``CallToolResult`` as a JSON-ready dict."""
-        out: dict[str, Any] = {"content": self.content, "isError": self.is_error}
-        if self.structured is not None:
-            out["structuredContent"] = self.structured
-        if self.meta is not None:
-            out["_meta"] = self.meta
-        return out
-
-    def tool_result(self) -> ToolResult:
-        """The same result as a FastMCP :class:`ToolResult`."""
-        blocks: list[Any] = [
-            ImageContent.model_construct(
-                type="image", data=c["data"], mime_type=c["mimeType"], annotations=None, meta=None
-            )
-            if c["type"] == "image"
-            else TextContent.model_construct(
-                type="text", text=c["text"], annotations=None, meta=None
-            )
-            for c in self.content
-        ]
-        return ToolResult.model_construct(
-            content=blocks,
-            structured_content=self.structured,
-            meta=self.meta,
-            is_error=self.is_error,
-        )
-
-
-def text_block(text: str) -> dict[str, Any]:
-    """A text content block."""
-    return {"type": "text", "text": text}
-
-
-def image_block(png: bytes) -> dict[str, Any]:
-    """A PNG image content block."""
-    return {"type": "image", "data": b64_text(png), "mimeType": PNG_MIME}
-
-
 def json_reply(data: dict[str, Any]) -> Reply:
     """A small structured answer, with its JSON as the text."""
     return Reply([text_block(json.dumps(data))], data)
-
-
-def outcome_reply(outcome: Outcome, *, structured: bool = True) -> Reply:
-    """The answer of every episode tool: its summary, its frame, and (unless
-    ``structured`` is off) its structured view."""
-    content = [text_block(outcome.text)]
-    if outcome.png is not None:
-        content.append(image_block(outcome.png))
-    return Reply(content, outcome.view if structured else None)
 
 
 def error_text(exc: OpenEnvError) -> str:
