@@ -2,7 +2,7 @@
 
 Start the server with its page, open the page, then run this in another terminal::
 
-    ./dev serve atari --game breakout --http --web          # open http://127.0.0.1:8765/web/
+    ./dev serve atari --game breakout --transport http --web   # open http://127.0.0.1:8765/web/
     .venv/bin/python harness_examples/watch_rollout.py      # then Watch: its episode, live
 
 It plays seeded random legal actions at ``--fps`` steps a second (0: as fast as

@@ -241,11 +241,11 @@ def inspector_commands() -> list[list[str]]:
 
 @pytest.fixture
 def atari_http(dev_env: dict[str, str]) -> Iterator[int]:
-    """The doc's ``./dev serve atari --http`` on a free port; yields the port."""
+    """The doc's ``./dev serve atari --transport http`` on a free port; yields the port."""
     server_lines = [
         line
         for line in (EXAMPLES / "inspector.md").read_text().splitlines()
-        if line.startswith("./dev serve atari --http")
+        if line.startswith("./dev serve atari --transport http")
     ]
     assert server_lines, "inspector.md should show how to start the HTTP server"
     port = free_port()
@@ -319,7 +319,7 @@ def test_inspector_cli_commands_over_stdio(
         if "tools/list" in argv:
             assert {"reset", "fire"} <= {t["name"] for t in result["tools"]}
         elif "resources/read" in argv:
-            assert json.loads(result["contents"][0]["text"])["env"] == "atari"
+            assert json.loads(result["contents"][0]["text"])["name"] == "atari"
         else:
             assert result["structuredContent"]["step"] == 0
             assert [c["type"] for c in result["content"]] == ["text", "image"]

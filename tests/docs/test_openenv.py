@@ -56,8 +56,9 @@ async def test_mount_your_server() -> None:
 
 def test_drive_ours_with_your_client_then_validate(tmp_path: Path) -> None:
     (_, serve, validate), python = blocks()
-    assert serve[-3:] == ["--port", "8765", "--openenv"] and serve[3:5] == ["--http", "--port"]
-    with http_server("atari", *serve[5:-3], "--openenv") as url:
+    assert serve[-3:] == ["--port", "8765", "--openenv"]
+    assert serve[3:6] == ["--transport", "http", "--port"]
+    with http_server("atari", *serve[6:-3], "--openenv") as url:
         port = url.split(":")[2].split("/")[0]
         script = tmp_path / "drive.py"
         script.write_text(python.replace("8765", port))

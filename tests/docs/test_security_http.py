@@ -51,8 +51,8 @@ def test_the_snippet_starts_a_server_that_wants_the_files_token(tmp_path: Path) 
     assert token.stat().st_mode & 0o777 == 0o600
     words = shlex.split(serve)
     assert words[:3] == ["openenv-mcp", "serve", "atari"]
-    options = [str(token) if word == "token" else word for word in words[4:]]
-    assert words[3] == "--http"
+    options = [str(token) if word == "token" else word for word in words[5:]]
+    assert words[3:5] == ["--transport", "http"]
     with limited_server(
         tmp_path / "log", *options, env="atari", descriptors=1024, token_env=False
     ) as server:
