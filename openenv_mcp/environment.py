@@ -372,7 +372,7 @@ class Environment(ABC, Generic[ConfigT]):
     #: for the defaults (its name, its description, no events).
     narration: ClassVar[type[Any] | None] = None
     #: The models of its namesake among OpenEnv's envs, which ``--openenv`` then speaks
-    #: (:class:`openenv_mcp.openenv_models.OpenEnvModels`); ``None`` for none.
+    #: (:class:`openenv_mcp.openenv.OpenEnvModels`); ``None`` for none.
     openenv_models: ClassVar[type[Any] | None] = None
 
     #: The space of actions ``step`` takes (set in ``__init__``).

@@ -31,7 +31,7 @@ ELSEWHERE: dict[str, list[str]] = {
     "testing.py": ["authoring/test_testing.py"],
     "environment.py": ["authoring/test_testing.py", "pipeline/test_mask.py"],
     "narration.py": ["pipeline/test_narrator.py", "server/tools/test_profile.py"],
-    "openenv_models.py": [
+    "openenv/models.py": [
         "server/faces/test_openenv_typed_clients.py",
         "server/faces/test_openenv_routes.py",
     ],

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from openenv_mcp.errors import InvalidAction
-from openenv_mcp.openenv_models import (
+from openenv_mcp.openenv import (
     OpenEnvAction,
     OpenEnvModels,
     OpenEnvObservation,

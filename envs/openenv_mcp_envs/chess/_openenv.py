@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from openenv_mcp.openenv_models import (
+from openenv_mcp.openenv import (
     OpenEnvAction,
     OpenEnvModels,
     OpenEnvObservation,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_mcp.openenv_models import (
+from openenv_mcp.openenv import (
     OpenEnvAction,
     OpenEnvModels,
     OpenEnvObservation,

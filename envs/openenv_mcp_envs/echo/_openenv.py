@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_mcp.openenv_models import OpenEnvModels, OpenEnvTool
+from openenv_mcp.openenv import OpenEnvModels, OpenEnvTool
 
 _MESSAGE = {
     "type": "object",

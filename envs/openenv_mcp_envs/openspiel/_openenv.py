@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from openenv_mcp.openenv_models import (
+from openenv_mcp.openenv import (
     OpenEnvAction,
     OpenEnvModels,
     OpenEnvObservation,

@@ -76,7 +76,7 @@ from openenv_mcp.spaces import is_array_space
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-    from openenv_mcp.openenv_models import OpenEnvTool
+    from openenv_mcp.openenv import OpenEnvTool
     from openenv_mcp.server._app import EnvApp
 
 __all__ = ["Episodes", "OpenEnvRoutes", "mount_openenv"]
@@ -516,8 +516,15 @@ class _Ours:
 
 def mount_openenv(server: FastMCP, app: EnvApp) -> None:
     """Serve OpenEnv's routes under ``/openenv`` (:data:`..transports._http.OPENENV_PATH`)
-    on ``server``'s HTTP app."""
-    from openenv_mcp._compat import add_http_route
+    on ``server``'s HTTP app.
 
+    Raises:
+        DependencyNotInstalled: ``websockets`` (the ``[openenv-protocol]`` extra) is missing:
+            the socket, OpenEnv's session, could not be answered.
+    """
+    from openenv_mcp._compat import add_http_route
+    from openenv_mcp.openenv._extra import require_websockets
+
+    require_websockets("--openenv")
     routes = OpenEnvRoutes(app)
     add_http_route(server, Mount(OPENENV_PATH, routes=routes.routes()))

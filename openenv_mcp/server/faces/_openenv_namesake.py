@@ -1,7 +1,7 @@
 """An env's namesake among OpenEnv's, on the ``--openenv`` face: its models, both ways.
 
 :mod:`._openenv` answers a session in the form its reset chose; where the served env
-sets ``openenv_models`` (:mod:`openenv_mcp.openenv_models`) and the client asked no
+sets ``openenv_models`` (:mod:`openenv_mcp.openenv.models`) and the client asked no
 ``frames``, that form is the namesake's: actions are checked against its ``Action``
 model, observations and states written as its models' fields. MCP tool calls (OpenEnv's
 ``MCPToolClient``: ``list_tools``/``call_tool`` steps) are answered in any form:
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from openenv_mcp.codecs import decode_raw, is_raw
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.openenv_models import OpenEnvModels, OpenEnvTool
+from openenv_mcp.openenv import OpenEnvModels, OpenEnvTool
 
 __all__ = ["TOOL_CALLS", "Namesake", "decoded", "done", "tool_error", "tool_result"]
 

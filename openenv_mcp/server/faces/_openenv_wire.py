@@ -49,7 +49,7 @@ __all__ = [
 #: The forms an OpenEnv client may ask observations in (``reset(frames=...)``).
 FORMS = ("list", "raw", "zstd", "png")
 #: The form of an env's namesake among OpenEnv's (its own models), where it has one and
-#: no ``frames`` is asked: :mod:`openenv_mcp.openenv_models`.
+#: no ``frames`` is asked: :mod:`openenv_mcp.openenv.models`.
 MODELS = "models"
 STATE_SCHEMA = {
     "type": "object",

@@ -25,7 +25,14 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from openenv_mcp.spec import EnvSpec
 
-__all__ = ["OpenEnvAction", "OpenEnvModels", "OpenEnvObservation", "OpenEnvState", "OpenEnvTool"]
+__all__ = [
+    "OpenEnvAction",
+    "OpenEnvModels",
+    "OpenEnvObservation",
+    "OpenEnvState",
+    "OpenEnvTool",
+    "View",
+]
 
 #: One reply of this env as the ``--openenv`` face has it: the server's view of the
 #: episode (``episode_id``, ``step``, ``reward``, ``terminated``, ``truncated``, ``info``,
