@@ -7,6 +7,7 @@ and to the answers of ``list``/``describe``/``bench``.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -16,18 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
+from pydantic.fields import FieldInfo
+from typer.core import TyperCommand
 
 from openenv_mcp.codecs import BenchFrames
 from openenv_mcp.errors import OpenEnvError, ServerDied
-from openenv_mcp.options import flag, make_config, parse_cli_options
+from openenv_mcp.options import make_config, parse_cli_options
 from openenv_mcp.registry import env_names, get_entry, get_env_class
-from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server._settings import SETTINGS_FLAGS, ServerSettings, flat_fields
 from openenv_mcp.server.transports._token import ARGV_WARNING, TOKEN_ENV, read_token_file
 from openenv_mcp.transports import SERVED, TRANSPORTS, ServedName, TransportName, host_argv
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from openenv_mcp.environment import Environment
 
 app = typer.Typer(
@@ -63,21 +64,6 @@ def parse_env_options(env_cls: type[Environment[Any]], args: list[str]) -> dict[
     return options
 
 
-def _options_help(model: type[BaseModel]) -> str:
-    """One line per field: its flag, help and default (click keeps ``\\b`` blocks unwrapped)."""
-    lines = ["\b"]
-    for name, field in model.model_fields.items():
-        default = field.get_default(call_default_factory=True)
-        shown = "on" if default is True else "off" if default is False else default
-        if isinstance(default, list):
-            shown = default or "repeatable"
-        names = flag(name)
-        if field.annotation in (bool, bool | None):
-            names += f" / --no-{flag(name)[2:]}"
-        lines.append(f"  {names:<38} {field.description or ''} [{shown}]")
-    return "\n".join(lines)
-
-
 def _load(env: str) -> type[Environment[Any]]:
     try:
         return get_env_class(env)
@@ -104,11 +90,75 @@ _TRANSPORT_PARAMS = (
 )
 
 
-@app.command(
-    context_settings=_EXTRA,
-    epilog="Server settings (any of them, before or after the environment's options):\n\n"
-    + _options_help(ServerSettings),
-)
+class _ServeCommand(TyperCommand):
+    """``serve``'s help shows, beside its own options, the server settings in their
+    groups' panels and, for ``serve ENV --help``, the environment's options: all of
+    them are parsed from the extra arguments (in any order), so typer does not list them
+    by itself."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        ctx.meta["serve_args"] = list(args)  # before --help ends the parse
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        own = self.params
+        env = next((a for a in ctx.meta.get("serve_args", []) if not a.startswith("-")), None)
+        self.params = [*own, *_env_params(env), *_settings_params()]
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.params = own
+
+
+def _as_params(fields: dict[str, tuple[FieldInfo, str]], simple: bool) -> list[Any]:
+    """Click options for model fields (flat name -> field and panel), made by typer from
+    a signature, so they render as typer renders its own (for help only)."""
+
+    def flags(**_: Any) -> None: ...
+
+    params = []
+    for name, (field, panel) in fields.items():
+        default = field.get_default(call_default_factory=True)
+        annotation: Any = field.annotation
+        if simple and annotation not in (bool, bool | None, int, float, str):
+            annotation, default = str | None, None if default is None else str(default)
+        option = typer.Option(
+            help=field.description,
+            rich_help_panel=panel,
+            show_default=default is not None and default != [],
+        )
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=default,
+                annotation=Annotated[annotation, option],  # type: ignore[valid-type]
+            )
+        )
+    flags.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    helper = typer.Typer(add_completion=False)
+    helper.command()(flags)
+    return list(typer.main.get_command(helper).params)
+
+
+def _settings_params() -> list[Any]:
+    return _as_params(flat_fields(), simple=False)
+
+
+def _env_params(env: str | None) -> list[Any]:
+    """The options of ``env`` (``serve atari --help``), in a panel of their own."""
+    if env is None:
+        return []
+    try:
+        env_cls = get_env_class(env)
+    except OpenEnvError:
+        return []
+    panel = f"{env_cls.name} options (openenv-mcp describe {env} tells more)"
+    fields = {name: (field, panel) for name, field in env_cls.Config.model_fields.items()}
+    return _as_params(fields, simple=True)
+
+
+@app.command(context_settings=_EXTRA, cls=_ServeCommand)
 def serve(
     ctx: typer.Context,
     env: Annotated[
@@ -260,11 +310,12 @@ def serve(
         chosen = transport_for(name, given, values=values)
         env_cls = _load(env)
         options, settings_options = parse_cli_options(
-            [env_cls.Config, ServerSettings], list(ctx.args), where=env
+            [env_cls.Config, SETTINGS_FLAGS], list(ctx.args), where=env
         )
         if agent:
             _agent_profile(settings_options)
-        settings = make_config(ServerSettings, settings_options, "server settings")
+        flat = make_config(SETTINGS_FLAGS, settings_options, "server settings")
+        settings = ServerSettings(**flat.model_dump(exclude_unset=True))
         served = Served(env, env_cls, options, make_config(env_cls.Config, options, env), settings)
         args = ["--agent", *ctx.args] if agent else list(ctx.args)
         if chosen.serve(served, host_argv(["serve", env, *args])):
@@ -461,7 +512,7 @@ def describe(
                 "default": field.get_default(call_default_factory=True),
                 "description": field.description or "",
             }
-            for name, field in ServerSettings.model_fields.items()
+            for name, (field, _) in flat_fields().items()
         },
         "tools": [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}

@@ -67,7 +67,6 @@ ELSEWHERE: dict[str, list[str]] = {
     "server/faces/_openenv_wire.py": ["server/faces/test_openenv_routes.py"],
     "server/tools/_results.py": ["test_errors.py", "server/tools/test_catalog.py"],
     "server/episodes/_runtime.py": ["pipeline/test_ops.py", "server/test_faults.py"],
-    "server/_settings.py": ["test_cli.py"],
     "server/transports/_stdio.py": ["server/test_protocol.py", "server/test_fuzz.py"],
     "server/transports/_token.py": ["server/test_secrets.py"],
     "server/tools/_tools.py": ["server/tools/test_catalog.py", "server/test_fuzz.py"],

@@ -156,7 +156,7 @@ def build_manifest(env_cls: type[Environment[Any]], config: BaseModel | None = N
             ),
             reward_range=(_bound(low), _bound(high)),
             concurrency=ConcurrencyInfo(
-                max_episodes=int(ServerSettings.model_fields["max_episodes"].default),
+                max_episodes=ServerSettings().max_episodes,
                 snapshots=spec.supports_snapshots,
                 worker_processes=True,
             ),

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError
-from openenv_mcp.transports import SERVED, TRANSPORTS, ServedName, Transport
+from openenv_mcp.transports import SERVED, TRANSPORTS, ServedName, Transport, host_argv
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -340,12 +340,13 @@ def _terminal_hint(env: str) -> str:
     """One line for a person who started a stdio server in a terminal by hand."""
     from openenv_mcp._interpreter import python_command
 
-    program = sys.argv[0]
-    if program.endswith("__main__.py"):
-        command = python_command("-m", "openenv_mcp", *sys.argv[1:])
+    if sys.argv[0].endswith("__main__.py"):
+        program = python_command("-m", "openenv_mcp")
     else:
-        command = [program, *sys.argv[1:]]
-    web = [arg for arg in command if arg != "--stdio"] + ["--transport", "http", "--web"]
+        program = [sys.argv[0]]
+    command = [*program, *sys.argv[1:]]
+    # the same command over HTTP: the stdio-only flags (and the transport named) dropped
+    web = [*program, "serve", *host_argv(sys.argv[1:]), "--transport", "http", "--web"]
     return (
         f"openenv-mcp: serving {env} over stdio, waiting for an MCP client's JSON-RPC "
         "messages on stdin (an agent harness starts this command itself; Ctrl-D ends it). "
