@@ -5,8 +5,8 @@
   start-up figures (``--startup``);
 * :mod:`._versus`: ``--vs``, against the library a user would pick instead
   (Gymnasium's vector envs, EnvPool, SB3's PPO);
-* :mod:`._openenv`: ``bench openenv``, the bridge and ``--openenv`` against OpenEnv's
-  own client and servers.
+* :mod:`._openenv`: ``--vs openenv``, the bridge and ``--openenv`` against OpenEnv's
+  own client and servers (part of the OpenEnv bridge: :mod:`openenv_mcp.openenv`).
 """
 
 from openenv_mcp.bench._run import (

@@ -1,4 +1,6 @@
-"""``openenv-mcp bench openenv``: the bridge against OpenEnv's own client, in one run.
+"""``openenv-mcp bench --vs openenv``: the bridge against OpenEnv's own client, in one run.
+
+(``bench openenv`` alone, its first spelling, still runs it.)
 
 Three OpenEnv-protocol servers run as processes:
 
@@ -65,7 +67,7 @@ class OpenEnvBenchResult(_Report):
 
     def table(self) -> str:
         lines = [
-            f"openenv-mcp bench openenv: {self.steps} echo steps, {self.atari_steps} Atari "
+            f"openenv-mcp bench --vs openenv: {self.steps} echo steps, {self.atari_steps} Atari "
             f"steps x {self.repeats} repeats (medians; every observation decoded)",
             f"  {'':<58}{'steps/s':>10}{'ms/step':>9}",
         ]
@@ -85,7 +87,7 @@ def _openenv() -> Any:
         from openenv.core.generic_client import GenericEnvClient
     except ImportError as exc:
         raise DependencyNotInstalled(
-            "bench openenv drives OpenEnv's own client: pip install 'openenv-mcp[openenv]'"
+            "bench --vs openenv drives OpenEnv's own client: pip install 'openenv-mcp[openenv]'"
         ) from exc
     return GenericEnvClient
 

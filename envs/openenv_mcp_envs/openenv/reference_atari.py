@@ -1,4 +1,4 @@
-"""An Atari environment on OpenEnv's own stack, for ``openenv-mcp bench openenv``.
+"""An Atari environment on OpenEnv's own stack, for ``openenv-mcp bench --vs openenv``.
 
 OpenEnv's Atari environment is not on PyPI (``openenv`` 0.10.0 and
 ``openenv-core`` 0.3.0 ship no environments: it lives in OpenEnv's repository
