@@ -1,6 +1,6 @@
 """The ``openenv-mcp`` command: serve, list, describe, bench, replay, export, collect.
 
-Logs go to stderr; stdout belongs to the stdio transport (``serve --stdio``)
+Logs go to stderr; stdout belongs to the stdio transport (``serve``'s default)
 and to the answers of ``list``/``describe``/``bench``.
 """
 

@@ -1,7 +1,7 @@
 """Many server replicas on Ray Serve, every episode pinned to the replica that holds it.
 
 Needs the ``ray`` extra (``pip install 'openenv-mcp[ray]'``); nothing else in
-openenv-mcp imports Ray. ``openenv-mcp serve ENV --ray --replicas N`` runs
+openenv-mcp imports Ray. ``openenv-mcp serve ENV --transport ray --replicas N`` runs
 :func:`deploy`; a Serve config (KubeRay's RayService) names :func:`build_app`.
 
 Each replica is the ordinary Streamable HTTP server of the env with

@@ -442,7 +442,7 @@ def guarded_app(
     direct: DirectCalls | None = None,
     allowed_hosts: Sequence[str] = (),
 ) -> Any:
-    """``server``'s Streamable HTTP app behind the same guard as ``serve --http``
+    """``server``'s Streamable HTTP app behind the same guard as ``serve --transport http``
     (Host/Origin, token, body size, the direct path): what a viewer beside a stdio
     server runs, and what tests drive in memory."""
     options = http_run_options(host, token, direct, allowed_hosts)
