@@ -191,3 +191,26 @@ async def test_http_through_the_installed_script(
         stop(proc)
     assert ("step_batch" not in tools) == agent and text.startswith("New episode")
     assert not episode_hosts(host_dir)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "args", [["--agent"], ["--transport", "stdio", "--profile", "agent", "--episode-host"]]
+)
+def test_an_agent_front_relays_without_the_cli(host_dir: Path, args: list[str]) -> None:
+    """The thin front decides from the transports table alone: neither the CLI nor
+    typer, click, pydantic or FastMCP load in it."""
+    done = subprocess.run(
+        [CLI[0], "-X", "importtime", *CLI[1:], "serve", "echo", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env={**os.environ, HOST_DIR_ENV: str(host_dir)},
+        cwd=ROOT,
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "openenv_mcp.transports" in loaded
+    assert not loaded & {"openenv_mcp.cli", "typer", "click", "pydantic", "fastmcp"}
