@@ -3,9 +3,15 @@
 The CLI (typer, pydantic, the option models) and the server stack take well over
 a second to import. A command line that serves over stdio starts its prelude
 (:mod:`openenv_mcp.server.transports._prelude`) before importing any of them, so a harness
-gets its ``initialize`` answer while they load; with ``--episode-host`` it only
-relays to this user's episode host (:mod:`openenv_mcp.server.transports._host`), which is
-already up after the first start.
+gets its ``initialize`` answer while they load; with ``--episode-host`` (or ``--agent``)
+it only relays to this user's episode host (:mod:`openenv_mcp.server.transports._host`),
+which is already up after the first start.
+
+What a command line serves over, and what that means here, is read from the transports
+table (:data:`openenv_mcp.transports.TRANSPORTS`: each transport's flags, whether the
+prelude applies, which flags make a relay), the same table the CLI checks typer's parse
+against: one list of flags, no second parser. Parsing with click itself would cost its
+import (typer and click: 25-40 ms), as much as the whole relay path.
 
 A start that fails (the environment cannot be built, an option is wrong) is told to
 the client too, not only on stderr, which harnesses do not show: the prelude answers
