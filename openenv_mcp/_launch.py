@@ -19,7 +19,7 @@ the handshake with the reason and the command that fixes it
 (:meth:`~openenv_mcp.server.transports._prelude.Prelude.explain`).
 
 Every Python process openenv-mcp starts runs
-:func:`openenv_mcp._interpreter.python_command`: nothing is imported from the directory
+:func:`openenv_mcp._util.interpreter.python_command`: nothing is imported from the directory
 it runs in.
 """
 

@@ -387,7 +387,7 @@ class Environment(ABC, Generic[ConfigT]):
     frame_is_observation: bool = False
     #: The env's own random generator, where it has one (Gymnasium's ``Env.np_random``):
     #: seeded by ``reset(seed=...)``, continued by a reset without one. Clients mirror it
-    #: (:mod:`openenv_mcp._rng`), so wrappers that draw from ``env.unwrapped.np_random``
+    #: (:mod:`openenv_mcp.wire.rng`), so wrappers that draw from ``env.unwrapped.np_random``
     #: (no-op starts) draw what they would in one process. ``None``: nothing to mirror.
     np_random: np.random.Generator | None = None
     #: Arrays a client may ask for beside the observation (``extras=[...]`` on reset, step

@@ -30,9 +30,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from openenv_mcp._schemas import first_error, inline_refs, make_validator
 from openenv_mcp.codecs import ArrayForm, decode_raw, encode_raw, is_raw, to_jsonable
 from openenv_mcp.errors import ArgumentError, InvalidAction, did_you_mean
+from openenv_mcp.wire.schemas import first_error, inline_refs, make_validator
 
 __all__ = [
     "RAW_ARRAY_SCHEMA",

@@ -25,7 +25,7 @@ from typing import Any
 from gymnasium import spaces
 from pydantic import BaseModel, ValidationError
 
-from openenv_mcp._version import __version__
+from openenv_mcp import __version__
 from openenv_mcp.environment import (
     ActionSet,
     Environment,
@@ -36,8 +36,8 @@ from openenv_mcp.environment import (
 )
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.narration import Narration, narration_of
-from openenv_mcp.portability import portable
 from openenv_mcp.spaces import space_from_json, space_to_json, value_schema
+from openenv_mcp.wire.portability import portable
 
 __all__ = ["EnvSpec", "action_schema", "model_properties"]
 

@@ -26,15 +26,15 @@ import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 
-from openenv_mcp._compat import (
+from openenv_mcp.options import parse_cli_options
+from openenv_mcp.registry import get_env_class
+from openenv_mcp.server import build_server
+from openenv_mcp.wire.sdk import (
     CLIENT_CAPABILITIES_META,
     CLIENT_INFO_META,
     LATEST_VERSION,
     VERSION_META,
 )
-from openenv_mcp.options import parse_cli_options
-from openenv_mcp.registry import get_env_class
-from openenv_mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "openenv_mcp"]

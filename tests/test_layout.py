@@ -10,16 +10,15 @@ from tests.servers import ROOT
 
 #: Modules tested in files not named after them, and those files.
 ELSEWHERE: dict[str, list[str]] = {
-    "_handles.py": ["server/test_secrets.py"],
-    "_interpreter.py": ["server/test_planted_cwd.py"],
+    "wire/handles.py": ["server/test_secrets.py"],
+    "_util/interpreter.py": ["server/test_planted_cwd.py"],
     "_launch.py": [
         "server/transports/test_prelude.py",
         "server/transports/test_host.py",
         "test_cli.py",
     ],
-    "_lazy.py": ["test_public_api.py"],
-    "_schemas.py": ["test_tool_calls_space.py"],
-    "_version.py": ["test_public_api.py"],
+    "_util/lazy.py": ["test_public_api.py"],
+    "wire/schemas.py": ["test_tool_calls_space.py"],
     "authoring/check.py": ["authoring/test_authoring.py"],
     "authoring/manifest.py": ["authoring/test_authoring.py"],
     "authoring/scaffold.py": ["authoring/test_authoring.py"],
@@ -36,7 +35,7 @@ ELSEWHERE: dict[str, list[str]] = {
         "server/faces/test_openenv_routes.py",
     ],
     "options.py": ["test_cli.py", "envs/test_gymnasium.py"],
-    "portability.py": ["server/tools/test_catalog.py"],
+    "wire/portability.py": ["server/tools/test_catalog.py"],
     "registry.py": ["test_cli.py", "authoring/test_authoring.py"],
     "transports.py": ["server/test_protocol.py", "bench/test_run.py"],
     "client/_ale.py": ["client/test_atari_wrappers.py"],

@@ -158,6 +158,34 @@ def test_run_without_a_venv_names_the_set_up_command(tmp_path: Path) -> None:
     assert not (tmp_path / "none").exists()  # nothing installed
 
 
+@pytest.mark.parametrize(
+    ("transport", "answers"),
+    [
+        (["--stdio"], True),
+        (["--agent"], True),
+        (["--transport", "stdio"], True),
+        (["--transport", "http"], False),
+        (["--transport=http"], False),
+        (["--transport", "ray"], False),
+        (["--http"], False),
+    ],
+)
+def test_run_without_a_venv_answers_a_stdio_handshake_only_for_stdio(
+    tmp_path: Path, transport: list[str], answers: bool
+) -> None:
+    """Not set up, a harness's stdio server answers its handshake with the fix; a command
+    line serving HTTP (in either spelling) is not a harness's, and only exits, saying why."""
+    done = dev(
+        tmp_path / "none", "run", "serve", "atari", *transport, input=json.dumps(INITIALIZE) + "\n"
+    )
+    assert done.returncode != 0 and "not set up yet" in done.stderr
+    if answers:
+        answer = json.loads(done.stdout.splitlines()[0])
+        assert "setup atari" in json.dumps(answer)
+    else:
+        assert done.stdout == ""
+
+
 def test_a_stale_venv_runs_as_it_is_with_a_warning(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)

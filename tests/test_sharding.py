@@ -14,12 +14,6 @@ import pytest
 from fastmcp import Client, FastMCP
 from mcp.shared.inbound import find_invalid_x_mcp_header
 
-from openenv_mcp._compat import (
-    CLIENT_CAPABILITIES_META,
-    CLIENT_INFO_META,
-    LATEST_VERSION,
-    VERSION_META,
-)
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.client._session import Session
 from openenv_mcp.errors import ArgumentError, EpisodeLost, UnknownEpisode
@@ -27,6 +21,12 @@ from openenv_mcp.server import build_server, get_app
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.transports._http import guarded_app
 from openenv_mcp.sharding import ROUTE_HEADER, route_shard, shard_of, with_shard
+from openenv_mcp.wire.sdk import (
+    CLIENT_CAPABILITIES_META,
+    CLIENT_INFO_META,
+    LATEST_VERSION,
+    VERSION_META,
+)
 from tests.servers import http_server
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_mcp._schemas import inline_refs
 from openenv_mcp.errors import InvalidAction
 from openenv_mcp.spaces import (
     JsonSpace,
@@ -16,6 +15,7 @@ from openenv_mcp.spaces import (
     space_to_json,
     value_schema,
 )
+from openenv_mcp.wire.schemas import inline_refs
 
 ADD = {
     "type": "object",

@@ -15,7 +15,7 @@ It checks, in order, and says how to fix what fails:
    its rewards in the declared ``reward_range`` and, if it declares ``offline``,
    never reaches the network;
 5. **tool schemas**: every tool, in both profiles, travels to every client
-   (:mod:`openenv_mcp.portability`);
+   (:mod:`openenv_mcp.wire.portability`);
 6. **stdio**: ``openenv-mcp serve ENV --stdio`` starts, and a real MCP client
    resets, steps and closes an episode through it.
 """
@@ -238,8 +238,8 @@ def _schemas(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
     import anyio
     from fastmcp import Client
 
-    from openenv_mcp.portability import schema_problems
     from openenv_mcp.server import ServerSettings, build_server, get_app
+    from openenv_mcp.wire.portability import schema_problems
 
     async def listed(profile: str) -> list[dict[str, Any]]:
         server = build_server(env_cls, settings=ServerSettings(profile=profile), **options)
@@ -265,7 +265,7 @@ def _schemas(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
 
 
 def _stdio(env: str, args: list[str]) -> str:
-    from openenv_mcp._interpreter import python_command
+    from openenv_mcp._util.interpreter import python_command
     from openenv_mcp.client import MCPEnvClient
 
     command = python_command("-m", "openenv_mcp", "serve", env, "--stdio", *args)

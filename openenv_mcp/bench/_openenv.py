@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from openenv_mcp._interpreter import python_command
+from openenv_mcp._util.interpreter import python_command
 from openenv_mcp.bench._run import _environment_facts, _free_port, _listening, _Report, _stop
 from openenv_mcp.codecs import decode_raw
 from openenv_mcp.errors import DependencyNotInstalled, ServerDied

@@ -49,7 +49,7 @@ import numpy as np
 from gymnasium import spaces as gym_spaces
 from pydantic import BaseModel
 
-from openenv_mcp._interpreter import python_command
+from openenv_mcp._util.interpreter import python_command
 from openenv_mcp.client import Episode, MCPEnvClient, step_batch
 from openenv_mcp.client._session import STEP_BATCH_TOOL
 from openenv_mcp.codecs import BENCH_FRAMES, BenchFrames, check_frames

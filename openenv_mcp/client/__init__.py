@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from openenv_mcp._lazy import lazy_exports
+from openenv_mcp._util.lazy import lazy_exports
 from openenv_mcp.client._gym_ids import register_gym_ids as _register_gym_ids
 
 __all__ = [

@@ -10,7 +10,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
-from openenv_mcp._rng import generator_from_wire, rng_to_wire
 from openenv_mcp.client._ale import ALEProxy
 from openenv_mcp.client._session import Session, Target
 from openenv_mcp.client._spec import ServerSpec
@@ -18,6 +17,7 @@ from openenv_mcp.client._sync import SyncEnvClient
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.options import serve_command
 from openenv_mcp.registry import serve_name
+from openenv_mcp.wire.rng import generator_from_wire, rng_to_wire
 
 __all__ = [
     "MCPGymEnv",

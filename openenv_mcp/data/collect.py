@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from openenv_mcp._interpreter import python_command
+from openenv_mcp._util.interpreter import python_command
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.recording import iter_recordings
 from openenv_mcp.registry import load_reference

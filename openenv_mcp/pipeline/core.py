@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from openenv_mcp._rng import set_rng_from_wire
 from openenv_mcp.codecs import encode_png, to_jsonable
 from openenv_mcp.environment import Environment, has_frame, parse_options
 from openenv_mcp.errors import ArgumentError, UnknownTool
 from openenv_mcp.narration import narration_of
 from openenv_mcp.pipeline.base import EpisodeState, Layer, Moment, SavedEpisode
+from openenv_mcp.wire.rng import set_rng_from_wire
 
 if TYPE_CHECKING:
     from openenv_mcp.pipeline.ops import (

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from openenv_mcp._rng import rng_to_wire
 from openenv_mcp.codecs import (
     PNG_MIME,
     Frames,
@@ -28,6 +27,7 @@ from openenv_mcp.environment import has_frame
 from openenv_mcp.errors import InvalidAction, OpenEnvError
 from openenv_mcp.pipeline.base import EpisodeState, Layer, Moment, SavedEpisode
 from openenv_mcp.spaces import encode, is_array_space
+from openenv_mcp.wire.rng import rng_to_wire
 
 if TYPE_CHECKING:
     from fastmcp.tools.base import ToolResult

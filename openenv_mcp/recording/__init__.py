@@ -4,7 +4,7 @@ One episode is one JSON Lines file, ``DIR/<public id>-<n>.jsonl`` (``n``
 counts the resets of one handle), written where the environment lives and
 flushed after every record, so a server killed at any point leaves every step
 up to the last one answered readable. The public id
-(:func:`~openenv_mcp._handles.public_id`) names the episode without being its
+(:func:`~openenv_mcp.wire.handles.public_id`) names the episode without being its
 handle, which is a capability: neither a file name nor a record holds a handle.
 The directory is made 0700 and every file 0600 (the owner's alone).
 

@@ -18,7 +18,6 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
-from openenv_mcp._handles import public_id
 from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.environment import has_frame
 from openenv_mcp.errors import RecordingFailed
@@ -30,6 +29,7 @@ from openenv_mcp.recording._format import (
     versions,
 )
 from openenv_mcp.spaces import encode, space_to_json
+from openenv_mcp.wire.handles import public_id
 
 __all__ = ["EpisodeRecorder", "check_writable", "finish_videos", "write_video"]
 

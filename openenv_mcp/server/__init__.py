@@ -13,14 +13,14 @@ inline, threads, worker processes; the pipeline itself is :mod:`openenv_mcp.pipe
 ``transports/`` (stdio and its first second, the episode host, Streamable HTTP and its
 guard), ``faces/`` (the web page, OpenEnv's protocol); and here the composition:
 ``_app`` (one environment served), ``_build`` (build and serve), ``_settings``.
-``openenv_mcp._compat`` holds every reliance on FastMCP's internals.
+``openenv_mcp.wire.sdk`` holds every reliance on FastMCP's internals.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from openenv_mcp._lazy import lazy_exports
+from openenv_mcp._util.lazy import lazy_exports
 
 __all__ = ["EnvApp", "ServerSettings", "build_server", "get_app", "serve"]
 

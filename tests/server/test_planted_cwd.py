@@ -27,7 +27,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from openenv_mcp._interpreter import python_command
+from openenv_mcp._util.interpreter import python_command
 from openenv_mcp.server.transports._host import HOST_DIR_ENV
 from tests.servers import ensure_installed, episode_host_dir, episode_hosts
 

@@ -21,11 +21,11 @@ import pytest
 from fastmcp import Client
 from typer.testing import CliRunner
 
-from openenv_mcp._handles import public_id
 from openenv_mcp.cli import app as cli
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from openenv_mcp.server.transports._logs import SecretsFilter, Throttle
 from openenv_mcp.server.transports._token import TOKEN_ENV
+from openenv_mcp.wire.handles import public_id
 from tests.server.http_attacks import TOKEN, call, get, limited_server
 
 HANDLE = "ep_AbCdEfGhIjKlMnOpQrStUv"

@@ -49,13 +49,13 @@ from pydantic import (
     model_validator,
 )
 
-from openenv_mcp._schemas import inline_refs
 from openenv_mcp.environment import Environment, Serving, StepResult
 from openenv_mcp.errors import InvalidAction
 from openenv_mcp.openenv._extra import require_websockets
 from openenv_mcp.options import parse_pairs
 from openenv_mcp.rewards import Reward, Step
 from openenv_mcp.spaces import JsonSpace, ToolCalls, decode
+from openenv_mcp.wire.schemas import inline_refs
 from openenv_mcp_envs.openenv._described import (
     MAX_OBSERVATION_VALUES,
     MAX_REPLY_BYTES,

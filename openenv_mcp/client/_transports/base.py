@@ -18,14 +18,14 @@ from typing import Any
 
 import orjson
 
-from openenv_mcp._compat import (
+from openenv_mcp import __version__
+from openenv_mcp.wire.exactjson import dumps
+from openenv_mcp.wire.sdk import (
     CLIENT_CAPABILITIES_META,
     CLIENT_INFO_META,
     LATEST_VERSION,
     VERSION_META,
 )
-from openenv_mcp._version import __version__
-from openenv_mcp._wirejson import dumps
 
 __all__ = [
     "MAX_MESSAGE",

@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 
-from openenv_mcp._compat import (
+from openenv_mcp.client._transports.base import MAX_MESSAGE, RpcError, Sessionless
+from openenv_mcp.wire.sdk import (
     LATEST_VERSION,
     METHOD_HEADER,
     NAME_BEARING_METHODS,
@@ -20,7 +21,6 @@ from openenv_mcp._compat import (
     encode_header_value,
     param_headers,
 )
-from openenv_mcp.client._transports.base import MAX_MESSAGE, RpcError, Sessionless
 
 __all__ = ["MAX_CONNECTIONS", "HttpTransport"]
 

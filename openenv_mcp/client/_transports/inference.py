@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from openenv_mcp._interpreter import python_command
+from openenv_mcp._util.interpreter import python_command
 from openenv_mcp.client._transports.base import Transport
 from openenv_mcp.client._transports.http import HttpTransport
 from openenv_mcp.client._transports.memory import MemoryTransport

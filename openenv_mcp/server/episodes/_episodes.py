@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 import anyio
 import numpy as np
 
-from openenv_mcp._handles import public_id
 from openenv_mcp.errors import (
     ArgumentError,
     EnvCallTimeout,
@@ -47,6 +46,7 @@ from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.episodes._runtime import Runtime
 from openenv_mcp.server.faces._feed import Feed
 from openenv_mcp.sharding import shard_of, with_shard
+from openenv_mcp.wire.handles import public_id
 
 __all__ = [
     "Caller",

@@ -14,7 +14,6 @@ from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from typing import Any
 
-from openenv_mcp._compat import request_transport
 from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import Environment, EnvTool
 from openenv_mcp.errors import ArgumentError, OpenEnvError
@@ -39,6 +38,7 @@ from openenv_mcp.server.episodes._episodes import (
 )
 from openenv_mcp.server.tools._results import Reply, error_text, json_reply, text_block
 from openenv_mcp.transports import is_shared
+from openenv_mcp.wire.sdk import request_transport
 
 __all__ = ["Handlers", "direct_transport"]
 

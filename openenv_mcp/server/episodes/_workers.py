@@ -47,7 +47,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from openenv_mcp._interpreter import python_command
+from openenv_mcp._util.interpreter import python_command
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import EnvCallTimeout, EnvCrashed
 from openenv_mcp.pipeline import Close, Op, PipelineOptions

@@ -49,8 +49,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from openenv_mcp._version import __version__
-from openenv_mcp._wirejson import loads_exact
+from openenv_mcp import __version__
 from openenv_mcp.codecs import Frames
 from openenv_mcp.errors import (
     ArgumentError,
@@ -72,6 +71,7 @@ from openenv_mcp.server.faces._openenv_namesake import (
 from openenv_mcp.server.tools._results import error_text
 from openenv_mcp.server.transports._http import OPENENV_PATH
 from openenv_mcp.spaces import is_array_space
+from openenv_mcp.wire.exactjson import loads_exact
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -522,8 +522,8 @@ def mount_openenv(server: FastMCP, app: EnvApp) -> None:
         DependencyNotInstalled: ``websockets`` (the ``[openenv-protocol]`` extra) is missing:
             the socket, OpenEnv's session, could not be answered.
     """
-    from openenv_mcp._compat import add_http_route
     from openenv_mcp.openenv._extra import require_websockets
+    from openenv_mcp.wire.sdk import add_http_route
 
     require_websockets("--openenv")
     routes = OpenEnvRoutes(app)

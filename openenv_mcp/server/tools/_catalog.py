@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from openenv_mcp._rng import RNG_STATE_SCHEMA
 from openenv_mcp.environment import EnvTool
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.episodes._handlers import Handlers
@@ -35,6 +34,7 @@ from openenv_mcp.server.tools._tools import ACTS, LOOKS, TIDIES, Handler, Hints,
 from openenv_mcp.sharding import ROUTE_TOKEN
 from openenv_mcp.spaces import NamedDiscrete, ToolCalls
 from openenv_mcp.spec import EnvSpec
+from openenv_mcp.wire.rng import RNG_STATE_SCHEMA
 
 __all__ = ["build_tools", "env_tool_hints", "reaching"]
 

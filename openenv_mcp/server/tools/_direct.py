@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_mcp._compat import SERVER_INFO_META, VERSION_META
-from openenv_mcp._wirejson import dumps as wire_dumps
 from openenv_mcp.server.episodes._handlers import direct_transport
 from openenv_mcp.server.tools._tools import ModelTool
+from openenv_mcp.wire.exactjson import dumps as wire_dumps
+from openenv_mcp.wire.sdk import SERVER_INFO_META, VERSION_META
 
 __all__ = ["DirectCalls", "dumps", "is_request_id"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openenv_mcp._rng import RNG_STATE_SCHEMA
 from openenv_mcp.errors import ERROR_META, OpenEnvError
 from openenv_mcp.pipeline.view import Reply, image_block, text_block
 from openenv_mcp.spaces import RAW_ARRAY_SCHEMA, is_array_space, value_schema
 from openenv_mcp.spec import EnvSpec
+from openenv_mcp.wire.rng import RNG_STATE_SCHEMA
 
 __all__ = [
     "Reply",

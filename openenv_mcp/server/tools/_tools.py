@@ -24,9 +24,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError, UnknownTool, did_you_mean
 from openenv_mcp.options import format_validation_error
-from openenv_mcp.portability import portable
 from openenv_mcp.server.faces._feed import current_tool
 from openenv_mcp.server.tools._results import Reply, error_result
+from openenv_mcp.wire.portability import portable
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openenv_mcp._interpreter import python_command
+from openenv_mcp._util.interpreter import python_command
 from openenv_mcp.server.transports._answers import AnswerBook
 from openenv_mcp.server.transports._harness import harness_run, hello, read_hello
 from openenv_mcp.server.transports._prelude import (
@@ -120,7 +120,7 @@ def host_dir() -> Path:
 def host_socket(argv: Sequence[str]) -> Path:
     """The socket of the host for a server started with ``argv`` (environment, options
     and settings): one host per distinct command line and openenv-mcp version."""
-    from openenv_mcp._version import __version__
+    from openenv_mcp import __version__
 
     key = hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:16]
     path = host_dir() / f"{key}.sock"
@@ -375,10 +375,10 @@ async def serve_host(server: FastMCP, path: Path) -> None:
     Every episode is closed on the way out."""
     import asyncio
 
-    from openenv_mcp._compat import use_transport
     from openenv_mcp.server._build import get_app
     from openenv_mcp.server.transports._malloc import tune_malloc
     from openenv_mcp.server.transports._stdio import MAX_LINE, LineConnection, stream_lines
+    from openenv_mcp.wire.sdk import use_transport
 
     app = get_app(server)
     tune_malloc()

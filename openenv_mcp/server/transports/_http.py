@@ -20,19 +20,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from openenv_mcp._compat import (
+from openenv_mcp.errors import ArgumentError
+from openenv_mcp.server.episodes._episodes import current_client
+from openenv_mcp.server.tools._direct import DirectCalls, dumps
+from openenv_mcp.server.transports._logs import Throttle
+from openenv_mcp.server.transports._token import TOKEN_ENV
+from openenv_mcp.wire.exactjson import loads_exact
+from openenv_mcp.wire.sdk import (
     METHOD_HEADER,
     NAME_HEADER,
     PROTOCOL_VERSION_HEADER,
     VERSION_META,
     param_headers_mismatch,
 )
-from openenv_mcp._wirejson import loads_exact
-from openenv_mcp.errors import ArgumentError
-from openenv_mcp.server.episodes._episodes import current_client
-from openenv_mcp.server.tools._direct import DirectCalls, dumps
-from openenv_mcp.server.transports._logs import Throttle
-from openenv_mcp.server.transports._token import TOKEN_ENV
 
 if TYPE_CHECKING:
     from openenv_mcp.server._app import EnvApp

@@ -5,7 +5,7 @@ Two filters a serving process puts on its log handlers:
 * :class:`SecretsFilter` takes the bearer token and live episode handles out of
   every record (message, arguments, traceback) before any handler formats it. A
   handle is a capability (whoever holds it may drive or close the episode), so a
-  log line names an episode by its :func:`~openenv_mcp._handles.public_id`.
+  log line names an episode by its :func:`~openenv_mcp.wire.handles.public_id`.
   uvicorn's access log prints the query string (the web page is opened as
   ``/web/?token=T``), so every ``token=`` value goes too, right or wrong.
 * :class:`Throttle` writes one line per kind of event and interval, counting the
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from openenv_mcp._handles import HANDLE_PATTERN, public_id
+from openenv_mcp.wire.handles import HANDLE_PATTERN, public_id
 
 __all__ = ["SecretsFilter", "Throttle", "ThrottleFilter", "redacting", "throttling"]
 

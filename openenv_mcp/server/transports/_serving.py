@@ -338,7 +338,7 @@ def _stdio_has_a_client(env: str) -> bool:
 
 def _terminal_hint(env: str) -> str:
     """One line for a person who started a stdio server in a terminal by hand."""
-    from openenv_mcp._interpreter import python_command
+    from openenv_mcp._util.interpreter import python_command
 
     if sys.argv[0].endswith("__main__.py"):
         program = python_command("-m", "openenv_mcp")

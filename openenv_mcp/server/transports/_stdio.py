@@ -44,13 +44,13 @@ import anyio
 import mcp_types as types
 from fastmcp import FastMCP
 
-from openenv_mcp._compat import parse_jsonrpc, run_standard_stack, session_message, use_transport
-from openenv_mcp._wirejson import loads_exact
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server.episodes._episodes import Caller, current_caller
 from openenv_mcp.server.tools._direct import dumps, is_request_id
 from openenv_mcp.server.transports._prelude import Handover, Recorder, hold_wire, is_private
 from openenv_mcp.server.transports._prelude import current as current_prelude
+from openenv_mcp.wire.exactjson import loads_exact
+from openenv_mcp.wire.sdk import parse_jsonrpc, run_standard_stack, session_message, use_transport
 
 __all__ = ["MAX_LINE", "LineConnection", "serve_stdio", "stream_lines"]
 

@@ -15,8 +15,8 @@ import anyio
 import pytest
 from fastmcp import Client
 
-from openenv_mcp.portability import schema_problems
 from openenv_mcp.server import ServerSettings, build_server
+from openenv_mcp.wire.portability import schema_problems
 from tests.servers import ROOT
 from tests.test_independent_clients import node_tools  # noqa: F401  (a shared fixture)
 

@@ -6,8 +6,8 @@ import numpy as np
 import orjson
 import pytest
 
-from openenv_mcp._rng import generator_from_wire, rng_to_wire, set_rng_from_wire
 from openenv_mcp.errors import ArgumentError
+from openenv_mcp.wire.rng import generator_from_wire, rng_to_wire, set_rng_from_wire
 
 
 def test_a_generator_crosses_json_and_draws_the_same() -> None:

@@ -3,7 +3,7 @@
 The direct paths (a tool call answered without FastMCP's stack) must send the
 same bytes the standard stack sends, and the lean client must speak the same
 protocol as the SDK's; both depend on details that are not public API. They
-are all here, and ``tests/test_compat.py`` checks each one against the
+are all here, and ``tests/wire/test_sdk.py`` checks each one against the
 installed packages, so an upgrade that moves one fails there, loudly, rather
 than somewhere downstream. Importing this module is cheap: the server-side
 helpers import FastMCP when called.

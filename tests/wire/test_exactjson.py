@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from openenv_mcp._wirejson import dumps, loads_exact
+from openenv_mcp.wire.exactjson import dumps, loads_exact
 
 
 @pytest.mark.parametrize("seed", [0, 2**63 - 1, 2**64 - 1, 2**64, 2**100 + 7])
