@@ -11,10 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from openenv_mcp._util.lazy import lazy_exports
-
-#: The package version: any module may import it (``from openenv_mcp import __version__``)
-#: at no cost, since nothing above imports a module of this package that reads it.
-__version__ = "0.1.0"
+from openenv_mcp._util.version import __version__ as __version__
 
 __all__ = [
     "Action",

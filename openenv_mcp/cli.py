@@ -286,7 +286,7 @@ def serve(
 ) -> None:
     """Serve ENV over MCP. Environment options follow, e.g. `serve atari --game breakout`
     (`openenv-mcp describe ENV` lists them), and so may the server settings below."""
-    from openenv_mcp.server.transports._serving import (
+    from openenv_mcp.serving import (
         SERVING,
         Served,
         ServeFailed,

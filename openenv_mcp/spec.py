@@ -25,7 +25,7 @@ from typing import Any
 from gymnasium import spaces
 from pydantic import BaseModel, ValidationError
 
-from openenv_mcp import __version__
+from openenv_mcp._util.version import __version__
 from openenv_mcp.environment import (
     ActionSet,
     Environment,

@@ -7,7 +7,7 @@ A server speaks stdio (one client: the process that started it) or Streamable HT
 process (tests, notebooks), ``ray`` many HTTP replicas behind one URL. Each
 transport's code lives in its own file on each side (``server/transports/_stdio.py``,
 ``server/transports/_http.py``, ``client/_transports/``), and the objects that serve
-each one (their settings groups and ``serve()``) in ``server/transports/_serving.py``;
+each one (their settings groups and ``serve()``) in ``openenv_mcp/serving/``;
 this table is what they share, cheap to import (the launcher reads it before typer,
 pydantic or the server stack load).
 """

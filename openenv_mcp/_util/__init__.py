@@ -1,2 +1,2 @@
-"""Two leaves every floor uses: ``lazy`` (a package's lazy exports, PEP 562) and
-``interpreter`` (how openenv-mcp starts Python processes of its own)."""
+"""Three leaves every floor uses: ``lazy`` (a package's lazy exports, PEP 562),
+``interpreter`` (how openenv-mcp starts Python processes of its own) and ``version``."""

@@ -126,7 +126,7 @@ def build_manifest(env_cls: type[Environment[Any]], config: BaseModel | None = N
             (a name that is not a lower-case identifier, an empty description, a
             negative resource), each field named.
     """
-    from openenv_mcp import __version__
+    from openenv_mcp._util.version import __version__
     from openenv_mcp.server._settings import ServerSettings
     from openenv_mcp.server.transports._http import TOKEN_ENV
 

@@ -92,7 +92,7 @@ def init_package(name: str, directory: Path | None = None, kind: Kind = "discret
             installed module's, a registered environment's), an unknown kind, or a
             directory that exists and is not empty.
     """
-    from openenv_mcp import __version__
+    from openenv_mcp._util.version import __version__
 
     _check_name(name)
     _check_free(name)

@@ -6,7 +6,8 @@ same pipeline."""
 
 from __future__ import annotations
 
-from openenv_mcp.pipeline.base import EpisodeState, Layer, Moment, SavedEpisode, Status
+from openenv_mcp.pipeline.answers import Outcome, SavedEpisode, Status
+from openenv_mcp.pipeline.base import EpisodeState, Layer, Moment
 from openenv_mcp.pipeline.episode import EpisodePipeline, PipelineOptions, legal_actions
 from openenv_mcp.pipeline.ops import (
     CallTool,
@@ -22,7 +23,7 @@ from openenv_mcp.pipeline.ops import (
     Summary,
 )
 from openenv_mcp.pipeline.repeat import MAX_REPEAT
-from openenv_mcp.pipeline.view import MIN_FRAME_EDGE, Outcome
+from openenv_mcp.pipeline.view import MIN_FRAME_EDGE
 
 __all__ = [
     "MAX_REPEAT",

@@ -16,12 +16,13 @@ in a worker process.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.narration import Narration
+from openenv_mcp.pipeline.answers import SavedEpisode, Status
 
 if TYPE_CHECKING:
     from openenv_mcp.pipeline.ops import (
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["EpisodeState", "Layer", "Moment", "SavedEpisode", "Status"]
-
-Status = Literal["new", "running", "ended"]
 
 
 @dataclass
@@ -112,56 +111,21 @@ class Moment:
         return self.terminated or self.truncated
 
 
-@dataclass(frozen=True)
-class SavedEpisode:
-    """A snapshot: the environment's own state and the episode's. Picklable."""
-
-    env_state: Any
-    observation: Any
-    status: Status
-    step: int
-    episode_return: float
-    terminated: bool
-    truncated: bool
-    info: dict[str, Any]
-    mask: np.ndarray | None
-    trajectory: tuple[Any, ...] = ()
-    env_return: float = 0.0
-
-
-class Layer:
-    """One concern of the pipeline around ``inner``; every operation it does not
-    override passes straight through (Gymnasium's ``Wrapper`` manner). Each method
-    gets its operation (:mod:`.ops`) whole.
+class Passing:
+    """What every layer and the view pass straight through to ``inner`` unless they
+    override it: the operations answered below, as they are.
 
     Args:
-        inner: the next layer in (ending at :class:`~.core.EnvCore`).
+        inner: the next layer in.
     """
 
     def __init__(self, inner: Layer) -> None:
         self.inner = inner
         self.episode: EpisodeState = inner.episode
 
-    def reset(self, op: Reset) -> Moment:
-        """Start an episode."""
-        return self.inner.reset(op)
-
-    def step(self, op: Step, action: Any) -> Moment:
-        """One step of ``op`` with ``action``: the wire's above
-        :class:`~.mask.ActionMask`, the environment's (parsed) below it."""
-        return self.inner.step(op, action)
-
-    def look(self, op: Look) -> Moment:
-        """The episode as it is (the ``state`` tool), the env's state fields in ``info``."""
-        return self.inner.look(op)
-
     def snapshot(self, op: Snapshot) -> SavedEpisode:
         """The episode's full state."""
         return self.inner.snapshot(op)
-
-    def restore(self, op: Restore) -> Moment:
-        """Continue from a snapshot."""
-        return self.inner.restore(op)
 
     def call_tool(self, op: CallTool) -> dict[str, Any]:
         """The environment's own episode tool ``op.name``."""
@@ -182,3 +146,30 @@ class Layer:
     def close(self, op: Close) -> None:
         """End the episode and free the environment."""
         self.inner.close(op)
+
+
+class Layer(Passing):
+    """One concern of the pipeline around ``inner``; every operation it does not
+    override passes straight through (Gymnasium's ``Wrapper`` manner). Each method
+    gets its operation (:mod:`.ops`) whole.
+
+    Args:
+        inner: the next layer in (ending at :class:`~.core.EnvCore`).
+    """
+
+    def reset(self, op: Reset) -> Moment:
+        """Start an episode."""
+        return self.inner.reset(op)
+
+    def step(self, op: Step, action: Any) -> Moment:
+        """One step of ``op`` with ``action``: the wire's above
+        :class:`~.mask.ActionMask`, the environment's (parsed) below it."""
+        return self.inner.step(op, action)
+
+    def look(self, op: Look) -> Moment:
+        """The episode as it is (the ``state`` tool), the env's state fields in ``info``."""
+        return self.inner.look(op)
+
+    def restore(self, op: Restore) -> Moment:
+        """Continue from a snapshot."""
+        return self.inner.restore(op)

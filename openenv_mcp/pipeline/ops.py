@@ -11,13 +11,12 @@ and "go to definition" leads from the handler that sends it to the code that run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from openenv_mcp.codecs import Frames
 
 if TYPE_CHECKING:
-    from openenv_mcp.pipeline.base import SavedEpisode
-    from openenv_mcp.pipeline.view import Reply, View
+    from openenv_mcp.pipeline.answers import Reply, SavedEpisode
 
 __all__ = [
     "CallTool",
@@ -36,6 +35,22 @@ __all__ = [
 R = TypeVar("R")
 
 
+class Chain(Protocol):
+    """What an operation runs down: an episode pipeline's outermost layer
+    (:class:`~.view.View`), one method per operation."""
+
+    def reset(self, op: Reset) -> Reply: ...
+    def step(self, op: Step) -> Reply: ...
+    def look(self, op: Look) -> Reply: ...
+    def restore(self, op: Restore) -> Reply: ...
+    def snapshot(self, op: Snapshot) -> SavedEpisode: ...
+    def call_tool(self, op: CallTool) -> dict[str, Any]: ...
+    def legal_actions(self, op: LegalActions) -> dict[str, Any]: ...
+    def summary(self, op: Summary) -> dict[str, Any]: ...
+    def frame(self, op: Frame) -> bytes | None: ...
+    def close(self, op: Close) -> None: ...
+
+
 class Op(Generic[R]):
     """An operation whose answer is an ``R``."""
 
@@ -44,7 +59,7 @@ class Op(Generic[R]):
     #: Whether watchers see it (a query that changes nothing and says nothing new is not).
     watched: bool = True
 
-    def apply(self, chain: View) -> R:
+    def apply(self, chain: Chain) -> R:
         """Run down ``chain`` (an episode pipeline's outermost layer), where its env lives."""
         raise NotImplementedError
 
@@ -62,7 +77,7 @@ class Reset(Op["Reply"]):
     extras: tuple[str, ...] = ()
     tool = "reset"
 
-    def apply(self, chain: View) -> Reply:
+    def apply(self, chain: Chain) -> Reply:
         return chain.reset(self)
 
 
@@ -89,7 +104,7 @@ class Step(Op["Reply"]):
             arguments["repeat"] = self.repeat
         return {"tool": "step", "arguments": arguments}
 
-    def apply(self, chain: View) -> Reply:
+    def apply(self, chain: Chain) -> Reply:
         return chain.step(self)
 
 
@@ -101,7 +116,7 @@ class Look(Op["Reply"]):
     extras: tuple[str, ...] = ()
     tool = "state"
 
-    def apply(self, chain: View) -> Reply:
+    def apply(self, chain: Chain) -> Reply:
         return chain.look(self)
 
 
@@ -111,7 +126,7 @@ class Snapshot(Op["SavedEpisode"]):
 
     tool = "snapshot"
 
-    def apply(self, chain: View) -> SavedEpisode:
+    def apply(self, chain: Chain) -> SavedEpisode:
         return chain.snapshot(self)
 
 
@@ -123,7 +138,7 @@ class Restore(Op["Reply"]):
     frames: Frames
     tool = "reset"
 
-    def apply(self, chain: View) -> Reply:
+    def apply(self, chain: Chain) -> Reply:
         return chain.restore(self)
 
 
@@ -138,7 +153,7 @@ class CallTool(Op["dict[str, Any]"]):
     def tool(self) -> str:  # type: ignore[override]
         return self.name
 
-    def apply(self, chain: View) -> dict[str, Any]:
+    def apply(self, chain: Chain) -> dict[str, Any]:
         return chain.call_tool(self)
 
 
@@ -149,7 +164,7 @@ class LegalActions(Op["dict[str, Any]"]):
     tool = "legal_actions"
     watched = False
 
-    def apply(self, chain: View) -> dict[str, Any]:
+    def apply(self, chain: Chain) -> dict[str, Any]:
         return chain.legal_actions(self)
 
 
@@ -159,7 +174,7 @@ class Summary(Op["dict[str, Any]"]):
 
     tool = "episode_summary"
 
-    def apply(self, chain: View) -> dict[str, Any]:
+    def apply(self, chain: Chain) -> dict[str, Any]:
         return chain.summary(self)
 
 
@@ -170,7 +185,7 @@ class Frame(Op["bytes | None"]):
     tool = "frame"
     watched = False
 
-    def apply(self, chain: View) -> bytes | None:
+    def apply(self, chain: Chain) -> bytes | None:
         return chain.frame(self)
 
 
@@ -180,5 +195,5 @@ class Close(Op[None]):
 
     tool = "close"
 
-    def apply(self, chain: View) -> None:
+    def apply(self, chain: Chain) -> None:
         chain.close(self)

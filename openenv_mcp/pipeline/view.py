@@ -9,40 +9,30 @@ hundred bytes for a zstd Atari frame, rather than the frame's 100 KB.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from openenv_mcp.codecs import (
-    PNG_MIME,
     Frames,
     array_form,
-    b64_text,
     encode_png,
     encode_raw,
     wants_png,
 )
 from openenv_mcp.environment import has_frame
 from openenv_mcp.errors import InvalidAction, OpenEnvError
-from openenv_mcp.pipeline.base import EpisodeState, Layer, Moment, SavedEpisode
+from openenv_mcp.pipeline.answers import Outcome, Reply, image_block, text_block
+from openenv_mcp.pipeline.base import Layer, Moment, Passing
 from openenv_mcp.spaces import encode, is_array_space
 from openenv_mcp.wire.rng import rng_to_wire
 
 if TYPE_CHECKING:
-    from fastmcp.tools.base import ToolResult
-
     from openenv_mcp.pipeline.ops import (
-        CallTool,
-        Close,
-        Frame,
-        LegalActions,
         Look,
         Reset,
         Restore,
-        Snapshot,
         Step,
-        Summary,
     )
 
 __all__ = ["MIN_FRAME_EDGE", "Outcome", "Reply", "View", "image_block", "text_block"]
@@ -57,79 +47,7 @@ TEXT_LIMIT = 300
 _ACTION_LABEL = 40
 
 
-def text_block(text: str) -> dict[str, Any]:
-    """A text content block."""
-    return {"type": "text", "text": text}
-
-
-def image_block(png: bytes) -> dict[str, Any]:
-    """A PNG image content block."""
-    return {"type": "image", "data": b64_text(png), "mimeType": PNG_MIME}
-
-
-@dataclass
-class Reply:
-    """A tool result in wire form, cheap to build: what an episode operation answers
-    (its text, its frame, its structured view), and every other tool answer or error.
-
-    The direct paths write :meth:`wire` straight to the client; FastMCP's
-    stack takes :meth:`tool_result`. Both are built without re-validating the
-    payload (pydantic would copy a 100 KB base64 frame through JSON again).
-    """
-
-    content: list[dict[str, Any]]
-    structured: dict[str, Any] | None = None
-    is_error: bool = False
-    meta: dict[str, Any] | None = None
-
-    @property
-    def view(self) -> dict[str, Any]:
-        """The structured view (``structuredContent``; empty where there is none)."""
-        return self.structured if self.structured is not None else {}
-
-    @property
-    def text(self) -> str:
-        """The text a model reads first (an episode answer's summary)."""
-        return str(self.content[0].get("text", "")) if self.content else ""
-
-    def wire(self) -> dict[str, Any]:
-        """The ``CallToolResult`` as a JSON-ready dict."""
-        out: dict[str, Any] = {"content": self.content, "isError": self.is_error}
-        if self.structured is not None:
-            out["structuredContent"] = self.structured
-        if self.meta is not None:
-            out["_meta"] = self.meta
-        return out
-
-    def tool_result(self) -> ToolResult:
-        """The same result as a FastMCP :class:`ToolResult`."""
-        from fastmcp.tools.base import ToolResult
-        from mcp_types import ImageContent, TextContent
-
-        blocks: list[Any] = [
-            ImageContent.model_construct(
-                type="image", data=c["data"], mime_type=c["mimeType"], annotations=None, meta=None
-            )
-            if c["type"] == "image"
-            else TextContent.model_construct(
-                type="text", text=c["text"], annotations=None, meta=None
-            )
-            for c in self.content
-        ]
-        return ToolResult.model_construct(
-            content=blocks,
-            structured_content=self.structured,
-            meta=self.meta,
-            is_error=self.is_error,
-        )
-
-
-#: The answer of an episode operation: a :class:`Reply` (the name it had as a shape of
-#: its own, kept for code that imports it).
-Outcome = Reply
-
-
-class View:
+class View(Passing):
     """Writes the answers of one episode: the outermost layer of its pipeline, and the
     one an operation enters by (:meth:`~openenv_mcp.pipeline.ops.Op.apply`).
 
@@ -141,8 +59,7 @@ class View:
     """
 
     def __init__(self, inner: Layer, frame_scale: int | None) -> None:
-        self.inner = inner
-        self.episode: EpisodeState = inner.episode
+        super().__init__(inner)
         self.frame_scale = frame_scale
         env = self.episode.env
         self._space = env.observation_space
@@ -197,32 +114,6 @@ class View:
             f"at step {state.step} (return {state.episode_return:g})"
         )
         return self.reply(moment, self.text(head, [], opening=True), op.frames, opening=True)
-
-    # -- operations answered below, as they are ----------------------------------------------
-
-    def snapshot(self, op: Snapshot) -> SavedEpisode:
-        """The episode's full state, to restore here or in another pipeline."""
-        return self.inner.snapshot(op)
-
-    def call_tool(self, op: CallTool) -> dict[str, Any]:
-        """The environment's own episode tool: a JSON-able answer."""
-        return self.inner.call_tool(op)
-
-    def legal_actions(self, op: LegalActions) -> dict[str, Any]:
-        """The actions legal now (all before the first reset), by number and name."""
-        return self.inner.legal_actions(op)
-
-    def summary(self, op: Summary) -> dict[str, Any]:
-        """The episode so far: steps, returns, trajectory rewards, its recording."""
-        return self.inner.summary(op)
-
-    def frame(self, op: Frame) -> bytes | None:
-        """The current frame as PNG at the env's size, for a watcher."""
-        return self.inner.frame(op)
-
-    def close(self, op: Close) -> None:
-        """End the recording (if the episode is mid-way) and free the environment."""
-        self.inner.close(op)
 
     # -- the answer ------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, NoReturn
 import anyio
 from fastmcp import FastMCP
 
-from openenv_mcp import __version__
+from openenv_mcp._util.version import __version__
 from openenv_mcp.environment import Environment
 from openenv_mcp.options import make_config
 from openenv_mcp.registry import get_env_class

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from openenv_mcp import __version__
+from openenv_mcp._util.version import __version__
 from openenv_mcp.wire.exactjson import dumps
 from openenv_mcp.wire.sdk import (
     CLIENT_CAPABILITIES_META,

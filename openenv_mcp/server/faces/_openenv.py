@@ -49,7 +49,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from openenv_mcp import __version__
+from openenv_mcp._util.version import __version__
 from openenv_mcp.codecs import Frames
 from openenv_mcp.errors import (
     ArgumentError,

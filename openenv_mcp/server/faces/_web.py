@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from openenv_mcp import __version__
+from openenv_mcp._util.version import __version__
 from openenv_mcp.codecs import encode_png
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server.faces._feed import Feed, Watched

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from openenv_mcp import __version__
+from openenv_mcp._util.version import __version__
 
 __all__ = ["CACHE_ENV", "AnswerBook", "cache_dir", "fingerprint", "package_path"]
 

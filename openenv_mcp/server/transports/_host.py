@@ -120,7 +120,7 @@ def host_dir() -> Path:
 def host_socket(argv: Sequence[str]) -> Path:
     """The socket of the host for a server started with ``argv`` (environment, options
     and settings): one host per distinct command line and openenv-mcp version."""
-    from openenv_mcp import __version__
+    from openenv_mcp._util.version import __version__
 
     key = hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:16]
     path = host_dir() / f"{key}.sock"

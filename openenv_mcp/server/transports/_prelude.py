@@ -57,7 +57,7 @@ from typing import Any
 
 import orjson
 
-from openenv_mcp import __version__
+from openenv_mcp._util.version import __version__
 from openenv_mcp.server.transports._answers import AnswerBook, package_path
 from openenv_mcp.server.transports._unready import (
     DEV_ENV,
