@@ -48,8 +48,6 @@ NOT_FOR_SERVING = {
     "scipy",
     "pydantic-ai-slim",
     "llama-index-core",
-    # OpenEnv's protocol (--openenv, serve openenv --url) is the [openenv-protocol] extra.
-    "websockets",
     "openenv-core",
 }
 SERVING = {"openenv-mcp", "fastmcp", "mcp", "ale-py", "numpy", "pillow", "gymnasium", "zstandard"}
@@ -197,24 +195,3 @@ def test_a_stale_venv_runs_as_it_is_with_a_warning(tmp_path: Path) -> None:
     done = dev(venv, "run", "list", stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and done.stdout == "ran list\n"
     assert "warning" in done.stderr and "older pyproject.toml" in done.stderr
-
-
-def test_websockets_is_the_openenv_protocol_extra_not_the_core() -> None:
-    """``./dev setup openenv-protocol`` installs what speaking OpenEnv's protocol needs
-    (websockets); ``./dev serve openenv`` installs [openenv], which includes it; the
-    serving tier installs neither."""
-    import importlib.util
-    import tomllib
-
-    spec = importlib.util.spec_from_file_location("setup_venv", ROOT / "scripts/setup_venv.py")
-    assert spec is not None and spec.loader is not None
-    setup_venv = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(setup_venv)
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extras = project["optional-dependencies"]
-    assert not [d for d in project["dependencies"] if d.startswith("websockets")]
-    assert [d for d in extras["openenv-protocol"] if d.startswith("websockets")]
-    assert "openenv-mcp[openenv-protocol]" in extras["openenv"]
-    assert setup_venv.plan(["serve", "env-openenv-protocol"])[0] == ["openenv-protocol"]
-    assert setup_venv.plan(["serve", "env-openenv"])[0] == ["openenv"]
-    assert setup_venv.plan(["serve", "env-atari"])[0] == []

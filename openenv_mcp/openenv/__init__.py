@@ -6,9 +6,8 @@ room of the server; what an environment author imports stays cheap and low):
 * :mod:`.models` (here): ``OpenEnvModels``, how an environment that is the namesake of
   one of OpenEnv's (``atari_env``, ``chess_env``...) answers that env's typed client;
   authors import it, and it needs nothing beyond pydantic;
-* :mod:`._extra` (here): the ``[openenv-protocol]`` extra (``websockets``), which speaking
-  OpenEnv's protocol needs and the core install does not carry;
-* :mod:`openenv_mcp.server.faces.openenv`: ``serve ENV --http --openenv``, OpenEnv's routes
+* :mod:`openenv_mcp.server.faces._openenv` (with ``_openenv_wire`` and
+  ``_openenv_namesake``): ``serve ENV --http --openenv``, OpenEnv's routes
   under ``/openenv`` over the server's episodes;
 * :mod:`openenv_mcp_envs.openenv`: ``serve openenv --url URL`` (a running OpenEnv server
   mounted over MCP) or ``--env module:Class`` (its class in process, ``[openenv]``);

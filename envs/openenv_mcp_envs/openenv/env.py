@@ -51,7 +51,6 @@ from pydantic import (
 
 from openenv_mcp.environment import Environment, Serving, StepResult
 from openenv_mcp.errors import InvalidAction
-from openenv_mcp.openenv._extra import require_websockets
 from openenv_mcp.options import parse_pairs
 from openenv_mcp.rewards import Reward, Step
 from openenv_mcp.spaces import JsonSpace, ToolCalls, decode
@@ -212,7 +211,6 @@ def _describe(config: OpenEnvConfig) -> tuple[Described, Loaded | None]:
         found = _described.get(key)
     if found is None:
         if config.url is not None:
-            require_websockets("serve openenv --url")  # at start, not at the first reset
             found = (describe_remote(config.url, config.timeout, _limits(config)), None)
         else:
             assert config.env is not None

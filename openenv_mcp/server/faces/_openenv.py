@@ -516,15 +516,8 @@ class _Ours:
 
 def mount_openenv(server: FastMCP, app: EnvApp) -> None:
     """Serve OpenEnv's routes under ``/openenv`` (:data:`..transports._http.OPENENV_PATH`)
-    on ``server``'s HTTP app.
-
-    Raises:
-        DependencyNotInstalled: ``websockets`` (the ``[openenv-protocol]`` extra) is missing:
-            the socket, OpenEnv's session, could not be answered.
-    """
-    from openenv_mcp.openenv._extra import require_websockets
+    on ``server``'s HTTP app."""
     from openenv_mcp.wire.sdk import add_http_route
 
-    require_websockets("--openenv")
     routes = OpenEnvRoutes(app)
     add_http_route(server, Mount(OPENENV_PATH, routes=routes.routes()))
