@@ -90,7 +90,8 @@ def main() -> None:
 
         cli_main()
         return
-    from openenv_mcp.server.transports._prelude import exit_status, start, why_not_started
+    from openenv_mcp.server.transports._prelude import start
+    from openenv_mcp.server.transports._unready import exit_status, why_not_started
 
     prelude = start(argv[1:])
     env = argv[1] if len(argv) > 1 else ""

@@ -59,29 +59,17 @@ import orjson
 
 from openenv_mcp._util.version import __version__
 from openenv_mcp.server.transports._answers import AnswerBook, package_path
-from openenv_mcp.server.transports._unready import (
-    DEV_ENV,
-    Unready,
-    exit_status,
-    fix_for,
-    install_command,
-    why_not_started,
-)
+from openenv_mcp.server.transports._unready import Unready
 from openenv_mcp.server.transports._unready import serve as serve_unready
 
 __all__ = [
-    "DEV_ENV",
     "Answerer",
     "Handover",
     "Prelude",
     "Recorder",
     "current",
-    "exit_status",
-    "fix_for",
-    "install_command",
     "is_private",
     "start",
-    "why_not_started",
 ]
 
 log = logging.getLogger("openenv_mcp.server")
