@@ -444,10 +444,14 @@ def test_the_kuberay_config_deploys(cluster: dict[str, Any]) -> None:
         headers = {"Authorization": "Bearer k8s-t0k3n"}
         async with Session(cluster["url"], headers=headers) as session:
             assert session.server_spec.name == "atari"
-            group = [session.episode() for _ in range(4)]
-            for i, episode in enumerate(group):
-                await episode.reset(seed=i)
-            await session.step_batch(group, [1] * 4)
+            # Ray's router picks a replica per request, so on a busy machine four resets
+            # may all land on one: reset until every replica holds one (16 at most).
+            group, replicas = [], set(replica_shards(APP))
+            while len(group) < 16 and {shard_of(e.episode_id or "") for e in group} != replicas:
+                episode = session.episode()
+                await episode.reset(seed=len(group))
+                group.append(episode)
+            await session.step_batch(group, [1] * len(group))
             return [shard_of(e.episode_id or "") for e in group]
 
     shards = asyncio.run(play())
