@@ -27,6 +27,8 @@ and, where they apply, ``render`` (with ``render_mode = "rgb_array"``), ``close`
 * serving hints are one declared value, :class:`Serving`;
 * the words a model reads (title, rules, the observation in words, a step's
   events) are a facet of their own, :class:`openenv_mcp.narration.Narration`;
+* the tasks it is trained and evaluated on (splits of tasks, and its rule for
+  success) are another, :class:`openenv_mcp.tasks.TaskSet`, from :meth:`task_set`;
 * ``state``, ``parse_action`` and ``metadata`` have defaults that fit most envs.
 
 ``info["action_mask"]`` (Gymnasium's convention) marks the actions legal next,
@@ -42,7 +44,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -51,6 +53,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
 from openenv_mcp.options import format_validation_error
 from openenv_mcp.spaces import decode, space_to_json, value_schema
+
+if TYPE_CHECKING:
+    from openenv_mcp.tasks import TaskSet
 
 __all__ = [
     "Action",
@@ -432,6 +437,16 @@ class Environment(ABC, Generic[ConfigT]):
     def tools(self) -> list[EnvTool]:
         """The environment's own tools, listed beside ``reset``/``step``/``state``."""
         return []
+
+    def task_set(self) -> TaskSet | None:
+        """The tasks this environment (with its config) publishes, or ``None`` for none.
+
+        Splits of tasks, each with a stable id and what its episode starts from, and the
+        env's rule for success (:class:`openenv_mcp.tasks.TaskSet`). A reset starts one
+        with ``options={"split": ..., "index": ...}`` or ``options={"task": ID}``. Called
+        on every instance that starts a task: keep it cheap (build once per config).
+        """
+        return None
 
     # -- snapshots (GRPO forks): implement both, or neither ----------------------------
 

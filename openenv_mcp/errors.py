@@ -33,6 +33,7 @@ __all__ = [
     "UnknownEnv",
     "UnknownEpisode",
     "UnknownSnapshot",
+    "UnknownTask",
     "UnknownTool",
     "UnsupportedOption",
     "did_you_mean",
@@ -62,6 +63,10 @@ class InvalidAction(ArgumentError):
 
 class UnknownTool(ArgumentError):
     """The server has no tool of this name (it serves another environment?)."""
+
+
+class UnknownTask(ArgumentError):
+    """No task of this id, split or index (the message names what there is)."""
 
 
 class UnsupportedOption(ArgumentError):

@@ -116,6 +116,8 @@ class EnvSpec:
         extras: the arrays a call may ask for beside the observation (``extra_names``:
             an Atari env's screens and RAM).
         np_random: whether the env has a random generator that clients mirror.
+        splits: the task set's splits (``{"name", "type", "tasks"}``, ``tasks`` their
+            sizes); empty where the env publishes no tasks (:mod:`openenv_mcp.tasks`).
         settings: the server's limits and options, where a server published the spec
             (empty in a spec made from an environment alone).
         version: the openenv-mcp version that made the spec (``""`` if it did not say).
@@ -145,6 +147,7 @@ class EnvSpec:
     supports_snapshots: bool = False
     extras: tuple[str, ...] = ()
     np_random: bool = False
+    splits: tuple[dict[str, Any], ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
     version: str = ""
     instructions: str = ""
@@ -176,6 +179,7 @@ class EnvSpec:
             supports_snapshots=supports_snapshots(env_cls),
             extras=tuple(env.extra_names),
             np_random=env.np_random is not None,
+            splits=_splits(env),
             settings=dict(settings or {}),
             version=__version__,
             instructions=narration.instructions(),
@@ -226,6 +230,7 @@ class EnvSpec:
             "supports_snapshots": self.supports_snapshots,
             "extras": list(self.extras),
             "np_random": self.np_random,
+            "splits": list(self.splits),
             "settings": self.settings,
             VERSION_KEY: self.version,
         }
@@ -263,6 +268,7 @@ class EnvSpec:
             supports_snapshots=read.flag("supports_snapshots"),
             extras=read.names("extras"),
             np_random=read.flag("np_random"),
+            splits=read.splits("splits"),
             settings=read.object("settings"),
             version=read.text(VERSION_KEY),
         )
@@ -328,6 +334,16 @@ class _Reader:
             raise self.wrong(key, "a list of names", value)
         return tuple(value)
 
+    def splits(self, key: str) -> tuple[dict[str, Any], ...]:
+        value = self.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(
+            isinstance(v, Mapping) and isinstance(v.get("name"), str) for v in value
+        ):
+            raise self.wrong(key, 'a list of splits ({"name": "test", "type": "test", ...})', value)
+        return tuple(dict(v) for v in value)
+
     def space(self, key: str) -> spaces.Space[Any]:
         expected = 'a space\'s JSON object ({"type": "Discrete", ...})'
         value = self.get(key)
@@ -354,6 +370,16 @@ class _Reader:
             raise ArgumentError(
                 f"the spec's {self.key(key)!r} should be {expected}: {detail}"
             ) from None
+
+
+def _splits(env: Environment[Any]) -> tuple[dict[str, Any], ...]:
+    """The env's task splits with their sizes, for the spec (none without tasks)."""
+    task_set = env.task_set()
+    if task_set is None:
+        return ()
+    return tuple(
+        {**split.to_json(), "tasks": len(task_set.tasks(split.name))} for split in task_set.splits()
+    )
 
 
 def _what(value: Any) -> str:

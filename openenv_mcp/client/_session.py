@@ -500,8 +500,9 @@ class Session:
             info["action_mask"] = np.asarray(info["action_mask"], dtype=np.int8)
         for key in ("episode_id", "status", "step", "reward", "episode_return"):
             info[key] = view[key]
-        # Served rewards: the breakdown, the trajectory scores and credit, the recording.
-        for key in ("rewards", "trajectory", "recording", "recording_failed"):
+        # Served rewards: the breakdown, the trajectory scores and credit, the recording;
+        # the task the episode plays (judged at its end).
+        for key in ("rewards", "trajectory", "recording", "recording_failed", "task"):
             if key in view:
                 info[key] = view[key]
         info["terminated"] = bool(view["terminated"])

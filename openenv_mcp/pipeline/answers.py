@@ -37,6 +37,8 @@ class SavedEpisode:
     mask: np.ndarray | None
     trajectory: tuple[Any, ...] = ()
     env_return: float = 0.0
+    #: The task the episode started and what the answers say of it (:mod:`.tasks`).
+    task: tuple[Any, dict[str, Any] | None] | None = None
 
 
 def text_block(text: str) -> dict[str, Any]:

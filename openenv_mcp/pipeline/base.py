@@ -4,7 +4,7 @@ it, a saved episode, and the layer base class (Gymnasium's ``Wrapper``, for epis
 The pipeline is a chain of small layers around one environment, innermost first:
 :class:`~.core.EnvCore` (the env and the episode's counters), then
 :class:`~.mask.ActionMask`, :class:`~.order.OrderEnforcing`,
-:class:`~.rewards.ServedRewards`, :class:`~.recorder.Recorder`,
+:class:`~.rewards.ServedRewards`, :class:`~.recorder.Recorder`, :class:`~.tasks.Tasks`,
 :class:`~.narrator.Narrator` and :class:`~.repeat.Repeat`; outermost,
 :class:`~.view.View` writes the answer (its structured view, its text, its frame).
 Every layer gets the operation itself (:mod:`.ops`), so what a layer needs of the
@@ -56,6 +56,8 @@ class EpisodeState:
         episode_return, scored: written by :class:`~.rewards.ServedRewards` (the sum of
             served rewards; the trajectory rewards' scores at the end).
         recording: written by :class:`~.recorder.Recorder` (the episode's file).
+        task: written by :class:`~.tasks.Tasks`: the task the episode started (its id,
+            split, index...) and, once it ended, whether it succeeded; ``None``: no task.
     """
 
     episode_id: str
@@ -73,6 +75,7 @@ class EpisodeState:
     episode_return: float = 0.0
     scored: dict[str, Any] | None = None
     recording: str | None = None
+    task: dict[str, Any] | None = None
 
 
 @dataclass

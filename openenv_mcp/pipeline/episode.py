@@ -29,6 +29,7 @@ from openenv_mcp.pipeline.order import OrderEnforcing
 from openenv_mcp.pipeline.recorder import Recorder, RecordErrors
 from openenv_mcp.pipeline.repeat import Repeat
 from openenv_mcp.pipeline.rewards import ServedRewards
+from openenv_mcp.pipeline.tasks import Tasks
 from openenv_mcp.pipeline.view import Reply, View
 from openenv_mcp.recording import EpisodeRecorder
 from openenv_mcp.rewards import RewardSet, load_rewards
@@ -85,7 +86,7 @@ class EpisodePipeline:
                 options.record, episode_id, env, options.describe, video=options.record_video
             )
             layer = Recorder(layer, writer, options.record_errors)
-        self.chain = View(Repeat(Narrator(layer)), options.frame_scale)
+        self.chain = View(Repeat(Narrator(Tasks(layer))), options.frame_scale)
 
     @property
     def episode(self) -> EpisodeState:

@@ -75,6 +75,9 @@ class Reset(Op["Reply"]):
     np_random: dict[str, Any] | None = None
     #: Arrays to send beside the observation (the env's ``extra_names``).
     extras: tuple[str, ...] = ()
+    #: The task this reset starts, as answers name it (set by :class:`~.tasks.Tasks`,
+    #: which turns the task's options into ``seed`` and ``options``).
+    task: dict[str, Any] | None = None
     tool = "reset"
 
     def apply(self, chain: Chain) -> Reply:

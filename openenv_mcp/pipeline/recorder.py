@@ -62,7 +62,9 @@ class Recorder(Layer):
     def reset(self, op: Reset) -> Moment:
         moment = self.inner.reset(op)
         path = self._guard(
-            lambda: self.recorder.start(op.seed, op.options, moment.observation, moment.info),
+            lambda: self.recorder.start(
+                op.seed, op.options, moment.observation, moment.info, task=op.task
+            ),
             moment,
         )
         self.episode.recording = None if path is None else str(path)

@@ -165,6 +165,9 @@ class View(Passing):
             view["trajectory"] = moment.trajectory
         if moment.recording_error is not None:
             view["recording_failed"] = moment.recording_error
+        # The task: when the episode starts and when it ends (judged), and on a look.
+        if state.task is not None and (not stepped or state.status == "ended"):
+            view["task"] = state.task
 
         if opening:  # the generator a client mirrors (wrappers draw no-op starts from it)
             rng = rng_to_wire(state.env.np_random)

@@ -73,6 +73,7 @@ class EpisodeRecorder:
         *,
         from_snapshot: bool = False,
         step: int = 0,
+        task: dict[str, Any] | None = None,
     ) -> Path:
         """Begin a new file (the previous episode of this handle ends as ``reset``)."""
         with contextlib.suppress(RecordingFailed):  # the last episode's failure was told
@@ -101,6 +102,7 @@ class EpisodeRecorder:
             "options": options,
             "from_snapshot": from_snapshot,
             "step": step,
+            **({"task": task} if task is not None else {}),
             "time": time.time(),
             "versions": versions(),
             "observation_space": space_to_json(self.env.observation_space),

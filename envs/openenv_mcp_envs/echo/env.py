@@ -7,6 +7,7 @@ one tool of its own, so framework tests exercise every path without an emulator.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, St
 from openenv_mcp.errors import InvalidAction
 from openenv_mcp.narration import Narration
 from openenv_mcp.spaces import AnyText
+from openenv_mcp.tasks import Ending, Split, Task, TaskSet
 from openenv_mcp_envs.echo._openenv import EchoModels
 
 MAX_MESSAGE = 4096
@@ -122,6 +124,9 @@ class EchoEnv(Environment[EchoConfig]):
             info={"length": len(message), "nonce": self._nonce()},
         )
 
+    def task_set(self) -> TaskSet:
+        return _echo_tasks(self.config.reward_per_char)
+
     def render(self) -> np.ndarray | None:
         if not self.config.frame:
             return None
@@ -157,3 +162,48 @@ class EchoEnv(Environment[EchoConfig]):
                 },
             ),
         ]
+
+
+#: The echo tasks' greetings: a split's task ``i`` greets with ``i``'s word.
+_WORDS = {
+    "train": ("hi", "hello", "good morning", "ahoy", "greetings, traveller", "hey", "salut", "yo"),
+    "test": ("bonjour", "howdy", "good evening, friend", "hallo"),
+}
+
+
+class EchoTasks(TaskSet):
+    """Echo the greeting, then say "bye": success is an episode that ended with "bye"
+    and earned at least the reward of the greeting and "bye" (a framework test set:
+    a policy that echoes succeeds, one that only says "bye" does not)."""
+
+    def __init__(self, reward_per_char: float) -> None:
+        self.reward_per_char = reward_per_char
+        self._tasks = {
+            split: [
+                Task(
+                    f"echo-{split}-{i}",
+                    seed=i,
+                    options={"greeting": word},
+                    difficulty="short" if len(word) <= 5 else "long",
+                    data={"greeting": word},
+                )
+                for i, word in enumerate(words)
+            ]
+            for split, words in _WORDS.items()
+        }
+
+    def splits(self) -> list[Split]:
+        return [Split("train", "train"), Split("test", "test")]
+
+    def tasks(self, split: str) -> list[Task]:
+        return self._tasks[split]
+
+    def success(self, task: Task, ending: Ending) -> bool:
+        greeting = str(task.options["greeting"])
+        needed = self.reward_per_char * (len(greeting) + len("bye"))
+        return ending.terminated and ending.env_return >= needed - 1e-9
+
+
+@functools.cache
+def _echo_tasks(reward_per_char: float) -> EchoTasks:
+    return EchoTasks(reward_per_char)

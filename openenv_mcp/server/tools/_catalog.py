@@ -375,12 +375,31 @@ def _action_text(spec: EnvSpec) -> str:
 
 
 def _options_schema(spec: EnvSpec) -> dict[str, Any]:
+    properties = dict(spec.options)
+    described = "Per-episode options of this environment."
+    if spec.splits:
+        names = [str(split["name"]) for split in spec.splits]
+        properties.update(
+            split={
+                "type": "string",
+                "enum": names,
+                "description": "Start a task: its split (with index).",
+            },
+            index={
+                "type": "integer",
+                "minimum": 0,
+                "description": "Start a task: its index in the split.",
+            },
+            task={"type": "string", "maxLength": 200, "description": "Start a task by its id."},
+        )
+        sizes = ", ".join(f"{split['name']} ({split['tasks']})" for split in spec.splits)
+        described += f" Start a task with {{split, index}} or {{task: ID}}; splits: {sizes}."
     return {
         "anyOf": [
-            {"type": "object", "properties": spec.options, "additionalProperties": False},
+            {"type": "object", "properties": properties, "additionalProperties": False},
             {"type": "null"},
         ],
-        "description": "Per-episode options of this environment.",
+        "description": described,
     }
 
 

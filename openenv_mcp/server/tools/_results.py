@@ -125,6 +125,23 @@ def episode_output_schema(spec: EnvSpec) -> dict[str, Any]:
                 "description": "With --record-errors continue: why this call went unrecorded "
                 "(the episode is not recorded until its next reset).",
             },
+            "task": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "split": {"type": "string"},
+                    "index": {"type": "integer"},
+                    "difficulty": {"type": "string"},
+                    "group": {"type": "string"},
+                    "data": {"type": "object"},
+                    "success": {"type": "boolean"},
+                    "scores": {"type": "object", "additionalProperties": {"type": "number"}},
+                },
+                "required": ["id", "split", "index"],
+                "description": "The task this episode plays (reset with options split and "
+                "index, or task): on reset, on state, and at the end with success, judged "
+                "by the environment's rule.",
+            },
             "np_random": {
                 **RNG_STATE_SCHEMA,
                 "description": "On reset: the state of the environment's random generator "

@@ -1,0 +1,33 @@
+"""Task sets: the splits and tasks an environment publishes, how a reset starts one,
+and how an ended episode is judged (the contract's optional tasks facet; an env
+publishes one from :meth:`openenv_mcp.Environment.task_set`)."""
+
+from __future__ import annotations
+
+from openenv_mcp.tasks._model import (
+    SPLIT_TYPES,
+    Ending,
+    LazyTasks,
+    SeedTasks,
+    Split,
+    SplitType,
+    Task,
+    TaskSet,
+    UnknownTask,
+)
+from openenv_mcp.tasks._start import TASK_OPTIONS, Started, start_task
+
+__all__ = [
+    "SPLIT_TYPES",
+    "TASK_OPTIONS",
+    "Ending",
+    "LazyTasks",
+    "SeedTasks",
+    "Split",
+    "SplitType",
+    "Started",
+    "Task",
+    "TaskSet",
+    "UnknownTask",
+    "start_task",
+]
