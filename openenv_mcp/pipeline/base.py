@@ -4,8 +4,9 @@ it, a saved episode, and the layer base class (Gymnasium's ``Wrapper``, for epis
 The pipeline is a chain of small layers around one environment, innermost first:
 :class:`~.core.EnvCore` (the env and the episode's counters), then
 :class:`~.mask.ActionMask`, :class:`~.order.OrderEnforcing`,
-:class:`~.rewards.ServedRewards`, :class:`~.recorder.Recorder`, :class:`~.tasks.Tasks`,
-:class:`~.narrator.Narrator` and :class:`~.repeat.Repeat`; outermost,
+:class:`~.rewards.ServedRewards`, :class:`~.tasks.JudgeTask`,
+:class:`~.recorder.Recorder`, :class:`~.tasks.StartTask`, :class:`~.narrator.Narrator`
+and :class:`~.repeat.Repeat`; outermost,
 :class:`~.view.View` writes the answer (its structured view, its text, its frame).
 Every layer gets the operation itself (:mod:`.ops`), so what a layer needs of the
 call travels with it. Each layer does one thing and passes the rest on, so each is
@@ -56,7 +57,7 @@ class EpisodeState:
         episode_return, scored: written by :class:`~.rewards.ServedRewards` (the sum of
             served rewards; the trajectory rewards' scores at the end).
         recording: written by :class:`~.recorder.Recorder` (the episode's file).
-        task: written by :class:`~.tasks.Tasks`: the task the episode started (its id,
+        task: written by :class:`~.tasks.JudgeTask`: the task the episode started (its id,
             split, index...) and, once it ended, whether it succeeded; ``None``: no task.
     """
 

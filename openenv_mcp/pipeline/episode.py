@@ -29,7 +29,7 @@ from openenv_mcp.pipeline.order import OrderEnforcing
 from openenv_mcp.pipeline.recorder import Recorder, RecordErrors
 from openenv_mcp.pipeline.repeat import Repeat
 from openenv_mcp.pipeline.rewards import ServedRewards
-from openenv_mcp.pipeline.tasks import Tasks
+from openenv_mcp.pipeline.tasks import JudgeTask, StartTask
 from openenv_mcp.pipeline.view import Reply, View
 from openenv_mcp.recording import EpisodeRecorder
 from openenv_mcp.rewards import RewardSet, load_rewards
@@ -81,12 +81,13 @@ class EpisodePipeline:
         layer: Layer = OrderEnforcing(ActionMask(EnvCore(env, episode_id)))
         served = [*type(env).serving.rewards, *load_rewards(options.rewards)]
         layer = ServedRewards(layer, RewardSet(served) if served else None)
+        layer = JudgeTask(layer)
         if options.record is not None:
             writer = EpisodeRecorder(
                 options.record, episode_id, env, options.describe, video=options.record_video
             )
             layer = Recorder(layer, writer, options.record_errors)
-        self.chain = View(Repeat(Narrator(Tasks(layer))), options.frame_scale)
+        self.chain = View(Repeat(Narrator(StartTask(layer))), options.frame_scale)
 
     @property
     def episode(self) -> EpisodeState:

@@ -17,6 +17,7 @@ from openenv_mcp.codecs import Frames
 
 if TYPE_CHECKING:
     from openenv_mcp.pipeline.answers import Reply, SavedEpisode
+    from openenv_mcp.tasks import Started
 
 __all__ = [
     "CallTool",
@@ -75,9 +76,9 @@ class Reset(Op["Reply"]):
     np_random: dict[str, Any] | None = None
     #: Arrays to send beside the observation (the env's ``extra_names``).
     extras: tuple[str, ...] = ()
-    #: The task this reset starts, as answers name it (set by :class:`~.tasks.Tasks`,
-    #: which turns the task's options into ``seed`` and ``options``).
-    task: dict[str, Any] | None = None
+    #: The task this reset starts (set by :class:`~.tasks.StartTask`, which turns the
+    #: task into ``seed`` and ``options``).
+    task: Started | None = None
     tool = "reset"
 
     def apply(self, chain: Chain) -> Reply:

@@ -63,7 +63,11 @@ class Recorder(Layer):
         moment = self.inner.reset(op)
         path = self._guard(
             lambda: self.recorder.start(
-                op.seed, op.options, moment.observation, moment.info, task=op.task
+                op.seed,
+                op.options,
+                moment.observation,
+                moment.info,
+                task=None if op.task is None else op.task.to_json(),
             ),
             moment,
         )
@@ -105,6 +109,7 @@ class Recorder(Layer):
                     episode_return=state.episode_return,
                     env_return=state.env_return,
                     trajectory=moment.trajectory,
+                    **({"task": state.task} if state.task is not None else {}),
                 ),
                 moment,
             )

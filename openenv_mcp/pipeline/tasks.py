@@ -1,5 +1,12 @@
 """Tasks (:mod:`openenv_mcp.tasks`): a reset that names a task starts it, and the
-episode's end is judged by the env's rule for success."""
+episode's end is judged by the env's rule for success.
+
+Two layers of one concern, at the two places it touches: :class:`StartTask`, outside
+the recorder, turns the task into the reset it is (so the recording holds the seed and
+options the env got, replayable without the task set); :class:`JudgeTask`, inside the
+recorder and outside the served rewards, judges the ended episode on its return (so
+the recording's end says whether it succeeded).
+"""
 
 from __future__ import annotations
 
@@ -12,14 +19,13 @@ from openenv_mcp.tasks import TASK_OPTIONS, Ending, Started, TaskSet, start_task
 if TYPE_CHECKING:
     from openenv_mcp.pipeline import ops
 
-__all__ = ["Tasks"]
+__all__ = ["JudgeTask", "StartTask"]
 
 
-class Tasks(Layer):
+class StartTask(Layer):
     """Turns ``reset(options={"split", "index"})`` or ``{"task"}`` into the task's seed
-    and options (the layers below, the recorder among them, see the reset the task
-    is), and judges the episode when it ends. What it knows of the task is
-    :attr:`~.base.EpisodeState.task`, which the view sends.
+    and options; the layers below see the reset the task is, with
+    :attr:`~.ops.Reset.task` naming it.
 
     Args:
         inner: the next layer in.
@@ -27,7 +33,6 @@ class Tasks(Layer):
 
     def __init__(self, inner: Layer) -> None:
         super().__init__(inner)
-        self.started: Started | None = None
         self._task_set: TaskSet | None = None
         self._asked = False
 
@@ -40,21 +45,32 @@ class Tasks(Layer):
 
     def reset(self, op: ops.Reset) -> Moment:
         options = op.options
-        named = bool(options) and any(key in options for key in TASK_OPTIONS)  # type: ignore[operator]
-        started = (
-            start_task(self.task_set(), self.episode.env.name, op.seed, options) if named else None
-        )
-        self.started = None
-        self.episode.task = None
-        if started is None:
+        if not options or not any(key in options for key in TASK_OPTIONS):
             return self.inner.reset(op)
-        moment = self.inner.reset(
-            dataclasses.replace(
-                op, seed=started.seed, options=started.options, task=started.to_json()
-            )
+        started = start_task(self.task_set(), self.episode.env.name, op.seed, options)
+        assert started is not None  # the options name a task
+        return self.inner.reset(
+            dataclasses.replace(op, seed=started.seed, options=started.options, task=started)
         )
-        self.started = started
-        self.episode.task = started.to_json()
+
+
+class JudgeTask(Layer):
+    """Keeps the task the episode started (:attr:`~.base.EpisodeState.task`, which the
+    view sends) and, when the episode ends, judges it by the env's rule.
+
+    Args:
+        inner: the next layer in (:class:`~.rewards.ServedRewards`, whose return it
+            judges).
+    """
+
+    def __init__(self, inner: Layer) -> None:
+        super().__init__(inner)
+        self.started: Started | None = None
+
+    def reset(self, op: ops.Reset) -> Moment:
+        moment = self.inner.reset(op)
+        self.started = op.task
+        self.episode.task = None if op.task is None else op.task.to_json()
         return moment
 
     def step(self, op: ops.Step, action: Any) -> Moment:
@@ -62,8 +78,8 @@ class Tasks(Layer):
         started = self.started
         if started is not None and moment.ended:
             state = self.episode
-            task_set = self.task_set()
-            assert task_set is not None  # a task was started from it
+            task_set = state.env.task_set()
+            assert task_set is not None  # the task was started from it
             ending = Ending(
                 state.episode_return,
                 state.env_return,
