@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from openenv_mcp.client import Session
 
-__all__ = ["EvalPolicy", "TaskRun", "TaskOutcome"]
+__all__ = ["EvalPolicy", "TaskOutcome", "TaskRun"]
 
 
 @dataclass(frozen=True)
