@@ -68,6 +68,7 @@ PUBLIC = {
         "SplitType",
         "Started",
         "Task",
+        "TaskLedger",
         "TaskSet",
         "UnknownTask",
         "start_task",

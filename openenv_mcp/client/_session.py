@@ -54,12 +54,14 @@ from openenv_mcp.errors import (
     ServerDied,
     UnknownEpisode,
     UnknownSnapshot,
+    UnknownTask,
     UnsupportedOption,
     did_you_mean,
     error_from_wire,
 )
 from openenv_mcp.sharding import shard_of
 from openenv_mcp.spaces import decode, is_array_space
+from openenv_mcp.tasks import Task
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -390,6 +392,55 @@ class Session:
             )
         return tool
 
+    # -- tasks (:mod:`openenv_mcp.tasks`) ---------------------------------------------------
+
+    @property
+    def splits(self) -> list[dict[str, Any]]:
+        """The env's task splits (``{"name", "type", "tasks"}``; ``[]``: it has no tasks)."""
+        return [dict(split) for split in self.server_spec.splits]
+
+    async def read_json(self, uri: str) -> Any:
+        """The JSON of resource ``uri``.
+
+        Raises:
+            ArgumentError: the server refused it (its message says why).
+        """
+        try:
+            read = await self._transport.request("resources/read", {"uri": uri})
+        except RpcError as exc:
+            raise ArgumentError(f"{uri}: {exc.message}") from None
+        text = next((c["text"] for c in read.get("contents", []) if "text" in c), None)
+        if text is None:
+            raise ArgumentError(f"{uri}: the server sent no text")
+        return json.loads(text)
+
+    async def tasks(self, split: str) -> list[Task]:
+        """Every task of split ``split``, in order (read a page of 100 at a time from the
+        ``openenv://ENV/tasks/SPLIT/PAGE`` resources).
+
+        Raises:
+            UnknownTask: the env has no tasks, or no such split (naming its splits).
+        """
+        names = [str(s["name"]) for s in self.splits]
+        if split not in names:
+            have = f"Splits: {', '.join(names)}" if names else "It publishes no tasks."
+            raise UnknownTask(
+                f"{self.server_spec.name} has no split {split!r}."
+                f"{did_you_mean(str(split), names)} {have}"
+            )
+        tasks: list[Task] = []
+        uri: str | None = f"openenv://{self.server_spec.name}/tasks/{split}/0"
+        while uri is not None:
+            page = await self.read_json(uri)
+            tasks.extend(Task.from_json(task) for task in page["tasks"])
+            uri = page.get("next")
+        return tasks
+
+    async def task_stats(self) -> dict[str, Any]:
+        """Each task's ended episodes and successes on the server
+        (``{"tasks": {id: {"n", "successes"}}, ...}``)."""
+        return dict(await self.read_json(f"openenv://{self.server_spec.name}/task-stats"))
+
     def episode(self) -> Episode:
         """A new episode on this session; it is created on the server by its first reset."""
         if not self.connected:
@@ -706,6 +757,19 @@ class Episode:
     def connected(self) -> bool:
         """Whether the session is connected and this episode not closed."""
         return self.session.connected and not self._closed
+
+    @property
+    def splits(self) -> list[dict[str, Any]]:
+        """The env's task splits (:attr:`Session.splits`)."""
+        return self.session.splits
+
+    async def tasks(self, split: str) -> list[Task]:
+        """Every task of split ``split`` (:meth:`Session.tasks`)."""
+        return await self.session.tasks(split)
+
+    async def task_stats(self) -> dict[str, Any]:
+        """Each task's ended episodes and successes on the server (:meth:`Session.task_stats`)."""
+        return await self.session.task_stats()
 
     @property
     def episode_id(self) -> str | None:

@@ -26,6 +26,7 @@ from openenv_mcp.client._spec import ServerSpec
 from openenv_mcp.codecs import ClientFrames
 from openenv_mcp.environment import ActionSet
 from openenv_mcp.errors import ResetNeeded
+from openenv_mcp.tasks import Task
 
 __all__ = ["SyncEnvClient", "SyncEpisode"]
 
@@ -121,6 +122,19 @@ class SyncEpisode:
             )
 
         return self._loop.run(reset)
+
+    @property
+    def splits(self) -> list[dict[str, Any]]:
+        """See :attr:`Episode.splits`."""
+        return self._episode.splits
+
+    def tasks(self, split: str) -> list[Task]:
+        """See :meth:`Episode.tasks`."""
+        return self._loop.run(self._episode.tasks, split)
+
+    def task_stats(self) -> dict[str, Any]:
+        """See :meth:`Episode.task_stats`."""
+        return self._loop.run(self._episode.task_stats)
 
     def step(self, action: Any) -> Transition:
         """See :meth:`Episode.step`."""

@@ -22,6 +22,7 @@ from openenv_mcp.pipeline import PipelineOptions
 from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server._tasks import mount_tasks
 from openenv_mcp.server.episodes._episodes import EpisodeTable
 from openenv_mcp.server.episodes._handlers import Handlers
 from openenv_mcp.server.episodes._runtime import LocalRef, LocalRuntime, Runtime
@@ -50,6 +51,8 @@ class EnvApp:
             raise ArgumentError(f"{env_cls.__name__} breaks the contract: " + "; ".join(problems))
         #: Everything static about the environment, read by every face of the server.
         self.spec = EnvSpec.of(self.prototype, settings=settings.model_dump(mode="json"))
+        #: The tasks it publishes (:mod:`openenv_mcp.tasks`), or ``None``.
+        self.task_set = self.prototype.task_set()
         profile = settings.shape
         # Agents get frames they can read; trainers the env's own, pixel for pixel.
         scale = settings.frame_scale
@@ -203,3 +206,6 @@ class EnvApp:
         )
         def metadata_resource() -> str:
             return metadata
+
+        if self.task_set is not None:
+            mount_tasks(server, name, self.task_set, self.table.task_ledger)

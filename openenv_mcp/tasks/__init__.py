@@ -4,6 +4,7 @@ publishes one from :meth:`openenv_mcp.Environment.task_set`)."""
 
 from __future__ import annotations
 
+from openenv_mcp.tasks._ledger import TaskLedger
 from openenv_mcp.tasks._model import (
     SPLIT_TYPES,
     Ending,
@@ -27,6 +28,7 @@ __all__ = [
     "SplitType",
     "Started",
     "Task",
+    "TaskLedger",
     "TaskSet",
     "UnknownTask",
     "start_task",

@@ -40,12 +40,13 @@ from openenv_mcp.errors import (
     UnknownEpisode,
     UnknownSnapshot,
 )
-from openenv_mcp.pipeline import Frame, Op, SavedEpisode
+from openenv_mcp.pipeline import Frame, Op, SavedEpisode, Step
 from openenv_mcp.pipeline.view import Reply
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.episodes._runtime import Runtime
 from openenv_mcp.server.faces._feed import Feed
 from openenv_mcp.sharding import shard_of, with_shard
+from openenv_mcp.tasks import TaskLedger
 from openenv_mcp.wire.handles import public_id
 
 __all__ = [
@@ -228,6 +229,8 @@ class EpisodeTable:
         #: Episodes made since the server started (an unknown handle in a server that
         #: made none comes from another server process).
         self.made = 0
+        #: Each task's ended episodes and successes (the ``task-stats`` resource).
+        self.task_ledger = TaskLedger()
 
     # -- lookup ----------------------------------------------------------------------
 
@@ -682,6 +685,8 @@ class EpisodeTable:
                 view = outcome.view
                 episode.last_view = {k: v for k, v in view.items() if k != "observation"}
                 self._note_recording(view)
+                if isinstance(ops[i], Step) and "task" in view:  # judged where it ended
+                    self.task_ledger.note(view["task"])
             if self.feed is not None and ops[i].watched:
                 self.feed.called(episode.id, ops[i], outcomes[i])
         return outcomes
