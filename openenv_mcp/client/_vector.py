@@ -28,6 +28,7 @@ from openenv_mcp.errors import (
     UnknownEpisode,
     UnknownSnapshot,
 )
+from openenv_mcp.tasks import TASK_OPTIONS
 
 __all__ = ["MCPVectorEnv"]
 
@@ -165,7 +166,12 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every episode (or those in ``options["reset_mask"]``)."""
+        """Reset every episode (or those in ``options["reset_mask"]``).
+
+        Options that start a task (:mod:`openenv_mcp.tasks`) may give one ``index`` or
+        ``task`` per episode (``options={"split": "test", "index": [0, 1, 2, 3]}``); an
+        episode that starts a task takes the task's seed, not one from ``seed``.
+        """
         super().reset(seed=seed if isinstance(seed, int) else None)
         seeds = self._seed_list(seed)
         env_options, snapshot = split_reset_options(dict(options) if options else None)
@@ -178,9 +184,12 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
                 )
             env_options = env_options or None
         indices = [i for i in range(self.num_envs) if mask[i]]
+        per_env = self._per_env_options(env_options)
         for i in indices:
-            seeds[i] = self._next_seed(i, seeds[i]) if snapshot is None else None
-        results = self._loop.run(self._reset_many, indices, seeds, env_options, snapshot)
+            # A task fixes its own seed (its episodes replay from the task alone).
+            named_task = per_env[i] is not None and any(k in per_env[i] for k in TASK_OPTIONS)  # type: ignore[operator]
+            seeds[i] = self._next_seed(i, seeds[i]) if snapshot is None and not named_task else None
+        results = self._loop.run(self._reset_many, indices, seeds, per_env, snapshot)
         self._autoreset[mask] = False
         for i in indices:
             self._obs[i] = results[i][0]
@@ -318,24 +327,56 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             raise errors[0]
         return list(outcomes)
 
+    def _per_env_options(self, options: dict[str, Any] | None) -> list[dict[str, Any] | None]:
+        """Each episode's reset options: the same for all, except that ``index`` and
+        ``task`` (:mod:`openenv_mcp.tasks`) may be a sequence with one per episode, so
+        each episode starts a task of its own."""
+        if not options:
+            return [options] * self.num_envs
+        spread = {
+            key: list(value)
+            for key in ("index", "task")
+            if isinstance(value := options.get(key), (list, tuple, np.ndarray))
+        }
+        for key, values in spread.items():
+            if len(values) != self.num_envs:
+                raise ArgumentError(
+                    f"reset option {key!r} as a list needs one per episode ({self.num_envs}), "
+                    f"got {len(values)}"
+                )
+        if not spread:
+            return [options] * self.num_envs
+        return [
+            {
+                **options,
+                **{
+                    key: (int(values[i]) if key == "index" else values[i])
+                    for key, values in spread.items()
+                },
+            }
+            for i in range(self.num_envs)
+        ]
+
     async def _reset_many(
         self,
         indices: list[int],
         seeds: list[int | None],
-        options: dict[str, Any] | None,
+        options: list[dict[str, Any] | None],
         snapshot: str | None,
     ) -> dict[int, tuple[Any, dict[str, Any]]]:
         def resetter(i: int) -> Any:
             async def reset() -> tuple[Any, dict[str, Any]]:
                 return await self.episodes[i].reset(
-                    seed=seeds[i], options=options, from_snapshot=snapshot
+                    seed=seeds[i], options=options[i], from_snapshot=snapshot
                 )
 
             return reset
 
         done = await self._gather([resetter(i) for i in indices])
         for i in indices:
-            self._replay_logs[i] = None if snapshot is not None else _ReplayLog(seeds[i], options)
+            self._replay_logs[i] = (
+                None if snapshot is not None else _ReplayLog(seeds[i], options[i])
+            )
         return dict(zip(indices, done, strict=True))
 
     def _next_seed(self, i: int, seed: int | None) -> int | None:
@@ -385,7 +426,9 @@ class MCPVectorEnv(VectorEnv[Any, Any, Any]):
             seeds: list[int | None] = [None] * self.num_envs
             for i in ended:
                 seeds[i] = self._next_seed(i, None)
-            for i, (obs, info) in (await self._reset_many(ended, seeds, None, None)).items():
+            for i, (obs, info) in (
+                await self._reset_many(ended, seeds, [None] * self.num_envs, None)
+            ).items():
                 last_obs, reward, terminated, truncated, last_info = results[i]
                 info = {**info, "final_obs": last_obs, "final_info": last_info}
                 results[i] = (obs, reward, terminated, truncated, info)
