@@ -17,7 +17,7 @@ from fastmcp import FastMCP
 from pydantic import BaseModel
 
 from openenv_mcp.environment import Environment, contract_problems
-from openenv_mcp.errors import ArgumentError, RecordingFailed
+from openenv_mcp.errors import ArgumentError, RecordingFailed, UnknownTask
 from openenv_mcp.pipeline import PipelineOptions
 from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
@@ -53,6 +53,13 @@ class EnvApp:
         self.spec = EnvSpec.of(self.prototype, settings=settings.model_dump(mode="json"))
         #: The tasks it publishes (:mod:`openenv_mcp.tasks`), or ``None``.
         self.task_set = self.prototype.task_set()
+        if settings.task is not None:  # checked now: a server that cannot start it says so
+            if self.task_set is None:
+                raise ArgumentError(f"--task {settings.task}: {env_cls.name} publishes no tasks")
+            try:
+                self.task_set.locate(settings.task)
+            except UnknownTask as exc:
+                raise ArgumentError(f"--task {settings.task}: {exc}") from None
         profile = settings.shape
         # Agents get frames they can read; trainers the env's own, pixel for pixel.
         scale = settings.frame_scale

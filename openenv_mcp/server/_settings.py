@@ -164,7 +164,8 @@ class Runtime(_Group):
 
 
 class Episodes(_Group):
-    """What each episode is scored by, seeded with, and whose handles it carries.
+    """What each episode is scored by, seeded with (or which task it starts), and whose
+    handles it carries.
 
     Step rewards are summed into ``reward``, each part reported in ``rewards``;
     trajectory rewards score the episode at its end. With a shard (Ray Serve replicas, a
@@ -172,7 +173,7 @@ class Episodes(_Group):
     Mcp-Param-Route header, and a handle of another shard answers ``EpisodeLost``.
     """
 
-    panel: ClassVar[str] = "Rewards, seeds and shards"
+    panel: ClassVar[str] = "Rewards, seeds, tasks and shards"
 
     reward: list[str] = Field(
         default_factory=list,
@@ -184,6 +185,13 @@ class Episodes(_Group):
         ge=0,
         description="Seed for a reset that passes none: the first such reset uses it, "
         "the next seed+1, and so on.",
+    )
+    task: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Start this task (its id) on every reset that names no task or seed: "
+        "for a harness whose agent calls reset without options (an eval's agent runs).",
     )
     shard: str | None = Field(
         None,
@@ -368,6 +376,7 @@ class ServerSettings(BaseModel):
         env_threads: bool | None
         reward: list[str]
         seed: int | None
+        task: str | None
         shard: str | None
         record: str | None
         record_video: bool | None

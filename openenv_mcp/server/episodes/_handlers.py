@@ -37,6 +37,7 @@ from openenv_mcp.server.episodes._episodes import (
     current_run,
 )
 from openenv_mcp.server.tools._results import Reply, error_text, json_reply, text_block
+from openenv_mcp.tasks import TASK_OPTIONS
 from openenv_mcp.transports import is_shared
 from openenv_mcp.wire.sdk import request_transport
 
@@ -117,6 +118,19 @@ class Handlers:
         self._unseeded += 1
         return seed
 
+    def _start(
+        self, seed: int | None, options: dict[str, Any] | None
+    ) -> tuple[int | None, dict[str, Any] | None]:
+        """The seed and options a reset starts with. A reset that names a task keeps its
+        own (the task has its seed); one that names neither a task nor a seed starts the
+        server's task (``--task``) where it has one, else takes the server's next seed."""
+        options = options or {}
+        if seed is not None or any(key in options for key in TASK_OPTIONS):
+            return seed, options or None
+        if self.settings.task is not None:
+            return None, {**options, "task": self.settings.task}
+        return self._default_seed(), options or None
+
     def _frames(self, frames: Frames | None) -> Frames:
         return self.profile.frames or frames or self.settings.default_frames
 
@@ -147,10 +161,10 @@ class Handlers:
                 if snapshot is not None:
                     outcome = await table.call(episode, Restore(snapshot.saved, frames))
                 else:
-                    seed = args.seed if args.seed is not None else self._default_seed()
+                    seed, options = self._start(args.seed, args.options)
                     reset = Reset(
                         seed,
-                        args.options,
+                        options,
                         frames,
                         getattr(args, "np_random", None),
                         tuple(getattr(args, "extras", None) or ()),
