@@ -35,6 +35,7 @@ from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.environment import ActionSet, Environment, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, UnsupportedOption
 from openenv_mcp.options import parse_pairs
+from openenv_mcp.tasks import TaskSet
 
 # Frames are drawn off screen (rgb_array); without this SDL looks for a display
 # and complains about XDG_RUNTIME_DIR on stderr. Users can still override it.
@@ -45,6 +46,7 @@ from gymnasium import spaces
 
 from openenv_mcp_envs.gymnasium._known import known_for
 from openenv_mcp_envs.gymnasium._narration import GymnasiumNarration
+from openenv_mcp_envs.gymnasium._tasks import gymnasium_tasks
 
 __all__ = ["GymnasiumConfig", "GymnasiumEnv", "parse_kwargs"]
 
@@ -282,6 +284,13 @@ class GymnasiumEnv(Environment[GymnasiumConfig]):
             "action_space": str(self._env.action_space),
             "render_modes": list(self._env.metadata.get("render_modes") or []),
         }
+
+    def task_set(self) -> TaskSet:
+        """Train, validation and test seeds of the served id, judged by its registered
+        ``reward_threshold`` where it has one (``_tasks.py`` says the rest)."""
+        spec = self._env.spec
+        threshold = spec.reward_threshold if spec is not None else None
+        return gymnasium_tasks(self.config.id, None if threshold is None else float(threshold))
 
     # -- the episode -------------------------------------------------------------------
 
