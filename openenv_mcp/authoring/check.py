@@ -99,6 +99,7 @@ def run_checks(env: str, args: list[str], stdio: bool = True) -> list[CheckLine]
     _contract(run, cls, options)
     run.attempt("reward range and offline", lambda: _rollout(cls, options))
     run.attempt("tool schemas", lambda: _schemas(cls, options))
+    run.attempt("tasks", lambda: _tasks(cls, options))
     if stdio:
         run.attempt("stdio round trip", lambda: _stdio(env, args))
     return run.lines
@@ -232,6 +233,46 @@ def _reward_range(env_cls: type[Environment[Any]], options: dict[str, Any]) -> s
     return (
         f"{len(seen)} seeded steps, rewards {min(seen):g}..{max(seen):g} within ({low:g}, {high:g})"
     )
+
+
+def _tasks(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
+    """The task set, where the env publishes one: well formed, and each split's first
+    task starts the same episode twice."""
+    from openenv_mcp.codecs import to_jsonable
+    from openenv_mcp.environment import parse_options
+    from openenv_mcp.options import make_config
+    from openenv_mcp.tasks import start_task
+
+    env = env_cls(make_config(env_cls.Config, options, env_cls.name))
+    try:
+        task_set = env.task_set()
+        if task_set is None:
+            return "none published (optional: Environment.task_set)"
+        problems = task_set.check()
+        if problems:
+            raise _Failed("the task set: " + "; ".join(problems[:5]))
+        sizes = []
+        for split in task_set.splits():
+            size = len(task_set.tasks(split.name))
+            sizes.append(f"{split.name} {size}")
+            if not size:
+                continue
+            started = start_task(task_set, env_cls.name, None, {"split": split.name, "index": 0})
+            assert started is not None
+            first = [
+                to_jsonable(
+                    env.reset(seed=started.seed, options=parse_options(env, started.options))[0]
+                )
+                for _ in range(2)
+            ]
+            if first[0] != first[1]:
+                raise _Failed(
+                    f"task {started.task.id} started twice gave two first observations: a "
+                    "task must fix everything its episode starts from (a seed, options)"
+                )
+        return ", ".join(sizes)
+    finally:
+        env.close()
 
 
 def _schemas(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ from openenv_mcp.cli import app
 from openenv_mcp.client import MCPEnvClient
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.registry import get_env_class, register
+from openenv_mcp.tasks import Ending, Split, Task, TaskSet
 from tests.figures import record_figure
 from tests.servers import CLI, REQUIRED_OPTIONS, ROOT, free_port, registered_envs, stop
 
@@ -116,6 +117,69 @@ class CallsHome(OutOfRange):
         with socket.socket() as sock, contextlib.suppress(OSError):
             sock.connect(("127.0.0.1", 9))
         return super().step(action)
+
+
+class _DriftingTasks(TaskSet):
+    """Tasks that fix nothing (no seed), and one id twice."""
+
+    def splits(self) -> list[Split]:
+        return [Split("test", "test")]
+
+    def tasks(self, split: str) -> list[Task]:
+        return [Task("t-0"), Task("t-1")]
+
+    def success(self, task: Task, ending: Ending) -> bool:
+        return ending.episode_return > 0
+
+
+class Drifting(CallsHome):
+    """Its first observation counts its resets, whatever the task."""
+
+    name: ClassVar[str] = "drifting"
+    description: ClassVar[str] = "A task set whose tasks do not fix their episodes."
+    resets = 0
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[Any, dict[str, Any]]:
+        self.resets += 1
+        return self.resets % 2, {}
+
+    def step(self, action: Any) -> StepResult:
+        return StepResult(0, 0.0, True, False, {})
+
+    def task_set(self) -> TaskSet:
+        return _DriftingTasks()
+
+
+class Duplicated(Drifting):
+    name: ClassVar[str] = "duplicated"
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[Any, dict[str, Any]]:
+        return 0, {}
+
+    def task_set(self) -> TaskSet:
+        class Twice(_DriftingTasks):
+            def tasks(self, split: str) -> list[Task]:
+                return [Task("same"), Task("same")]
+
+        return Twice()
+
+
+def test_check_holds_a_task_set_to_its_contract() -> None:
+    def tasks_line(env: str) -> tuple[bool, str]:
+        from openenv_mcp.authoring.check import _tasks
+        from openenv_mcp.registry import load_reference
+
+        try:
+            return True, _tasks(load_reference(env, "env"), {})
+        except Exception as exc:
+            return False, str(exc)
+
+    assert tasks_line("openenv_mcp_envs.echo:EchoEnv") == (True, "train 8, test 4")
+    assert tasks_line("tests.authoring.test_authoring:NamedWrong")[1].startswith("none published")
+    ok, detail = tasks_line("tests.authoring.test_authoring:Duplicated")
+    assert not ok and "task id 'same' is in test and test" in detail
+    ok, detail = tasks_line("tests.authoring.test_authoring:Drifting")
+    assert not ok and "task t-0 started twice gave two first observations" in detail
 
 
 def test_a_manifest_refuses_what_it_cannot_hold() -> None:
