@@ -18,11 +18,13 @@ from openenv_mcp.environment import (
     StepResult,
 )
 from openenv_mcp.errors import ArgumentError, UnsupportedOption
+from openenv_mcp.tasks import TaskSet
 from openenv_mcp_envs.atari._emulator import AtariConfig, AtariEmulator, AtariSnapshot, list_games
 from openenv_mcp_envs.atari._games import GAMES, Game
 from openenv_mcp_envs.atari._narration import AtariNarration
 from openenv_mcp_envs.atari._openenv import AtariModels
 from openenv_mcp_envs.atari._preprocess import Preprocessing, PreprocessingSnapshot
+from openenv_mcp_envs.atari._tasks import atari_tasks
 
 #: What a client may ask for beside the observation (``extras``): what ALE wrappers read.
 EXTRAS = ("screen_rgb", "screen_grayscale", "ram")
@@ -159,6 +161,12 @@ class AtariEnv(Environment[AtariConfig]):
             "screen_shape": list(self.emu.screen_shape),
             "games": list_games(),
         }
+
+    def task_set(self) -> TaskSet:
+        """The game's modes and difficulties times train, validation and test seeds,
+        with the human-normalized score of Atari-57 (``_tasks.py`` says the rules)."""
+        emu = self.emu
+        return atari_tasks(emu.game, emu.available_modes, emu.available_difficulties)
 
     # -- the episode ---------------------------------------------------------------
 
