@@ -1,6 +1,7 @@
 """Task sets: the splits and tasks an environment publishes, how a reset starts one,
 and how an ended episode is judged (the contract's optional tasks facet; an env
-publishes one from :meth:`openenv_mcp.Environment.task_set`)."""
+publishes one from :meth:`openenv_mcp.Environment.task_set`), and which task a trainer
+plays next (:class:`TaskSampler`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from openenv_mcp.tasks._model import (
     TaskSet,
     UnknownTask,
 )
+from openenv_mcp.tasks._sampler import SamplerStrategy, TaskSampler
 from openenv_mcp.tasks._start import TASK_OPTIONS, Started, start_task
 
 __all__ = [
@@ -23,12 +25,14 @@ __all__ = [
     "TASK_OPTIONS",
     "Ending",
     "LazyTasks",
+    "SamplerStrategy",
     "SeedTasks",
     "Split",
     "SplitType",
     "Started",
     "Task",
     "TaskLedger",
+    "TaskSampler",
     "TaskSet",
     "UnknownTask",
     "start_task",
