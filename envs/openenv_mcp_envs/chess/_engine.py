@@ -34,6 +34,7 @@ __all__ = [
     "Opponent",
     "RandomOpponent",
     "StockfishEngine",
+    "TunedStockfish",
     "find_stockfish",
     "pick",
 ]
@@ -284,16 +285,21 @@ class StockfishEngine:
             self._engine = engine
         return self._engine
 
-    def rank(self, board: chess.Board) -> tuple[list[chess.Move], int]:
-        """Stockfish's best lines' first moves, best first (one line at full skill)."""
-        lines = 1 if self.skill >= MAX_SKILL else CANDIDATES
+    def rank(
+        self, board: chess.Board, depth: int | None = None, skill: int | None = None
+    ) -> tuple[list[chess.Move], int]:
+        """Stockfish's best lines' first moves, best first (one line at full skill), at
+        ``depth`` and ``skill`` (default: the engine's own)."""
+        depth = self.depth if depth is None else depth
+        skill = self.skill if skill is None else skill
+        lines = 1 if skill >= MAX_SKILL else CANDIDATES
         for attempt in (1, 2):
             engine = self._start()
             try:
                 # game=object(): a new game each time, so Stockfish clears its hash
                 # (ucinewgame) and the search depends on the position alone.
                 infos = engine.analyse(
-                    board, chess.engine.Limit(depth=self.depth), multipv=lines, game=object()
+                    board, chess.engine.Limit(depth=depth), multipv=lines, game=object()
                 )
                 break
             except (chess.engine.EngineTerminatedError, chess.engine.EngineError):
@@ -303,7 +309,7 @@ class StockfishEngine:
                 log.warning("Stockfish (%s) stopped; restarting it", self.path)
         moves = [info["pv"][0] for info in infos if info.get("pv")]
         if not moves:  # no line reported: take its best move
-            result = self._start().play(board, chess.engine.Limit(depth=self.depth), game=object())
+            result = self._start().play(board, chess.engine.Limit(depth=depth), game=object())
             if result.move is None:
                 raise chess.engine.EngineError("Stockfish returned no move")
             moves = [result.move]
@@ -322,3 +328,29 @@ class StockfishEngine:
                 engine.quit()
         finally:
             engine.close()
+
+
+class TunedStockfish:
+    """A :class:`StockfishEngine` played at another depth and skill, on its process.
+
+    An episode's games may each ask for another strength (per-episode options): every
+    strength shares the one engine process, which searches each position afresh anyway.
+    Closing it leaves the process to the engine that owns it.
+    """
+
+    def __init__(self, engine: StockfishEngine, depth: int, skill: int = MAX_SKILL) -> None:
+        self.engine = engine
+        self.depth = depth
+        self.skill = skill
+        self.label = self._label()
+
+    def _label(self) -> str:
+        return f"{self.engine.version} (depth {self.depth}, skill {self.skill})"
+
+    def choose(self, board: chess.Board, rng: np.random.Generator) -> chess.Move:
+        ranked, best = self.engine.rank(board, self.depth, self.skill)
+        self.label = self._label()  # the version is known once the process has started
+        return pick(ranked, best, self.skill, rng)
+
+    def close(self) -> None:
+        return None

@@ -10,6 +10,10 @@ toward ``max_moves``, changes nothing on the board, and ``info["illegal"]``
 says why it was illegal, which legal move was meant ("did you mean") and what
 the legal moves are. Only what cannot be a move at all (not a string, or over
 32 characters) is refused as ``InvalidAction``.
+
+Per-episode options may choose another opponent (``opponent``, and the engine's
+``depth`` and ``skill``) than the server's: the task set
+(:mod:`openenv_mcp_envs.chess._tasks`) starts each game against its difficulty's.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from openenv_mcp.errors import (
     did_you_mean,
 )
 from openenv_mcp.spaces import AnyText
+from openenv_mcp.tasks import TaskSet
 from openenv_mcp_envs.chess._engine import (
     BUILTIN_MAX_DEPTH,
     STOCKFISH_PLACES,
@@ -40,11 +45,13 @@ from openenv_mcp_envs.chess._engine import (
     Opponent,
     RandomOpponent,
     StockfishEngine,
+    TunedStockfish,
     find_stockfish,
 )
 from openenv_mcp_envs.chess._narration import ChessNarration
 from openenv_mcp_envs.chess._openenv import ChessModels
 from openenv_mcp_envs.chess._render import diagram, draw_board
+from openenv_mcp_envs.chess._tasks import chess_tasks
 
 __all__ = ["MAX_ACTION", "ChessConfig", "ChessEnv", "ChessSnapshot"]
 
@@ -132,6 +139,24 @@ class ChessOptions(BaseModel):
     color: Literal["white", "black", "random"] = Field(
         _UNSET, description="Your colour this episode (random: drawn from the seed)."
     )
+    opponent: Literal["none", "random", "engine"] = Field(
+        _UNSET,
+        description="Who answers your moves this episode (default: the server's --opponent); "
+        "engine is the server's --engine.",
+    )
+    depth: int = Field(
+        _UNSET,
+        ge=1,
+        le=20,
+        description="The engine's search depth this episode, in plies (the built-in engine "
+        "1-3); only against the engine.",
+    )
+    skill: int = Field(
+        _UNSET,
+        ge=0,
+        le=20,
+        description="The engine's skill this episode, 0-20; only against the engine.",
+    )
 
 
 class ChessInfo(BaseModel):
@@ -175,6 +200,9 @@ class ChessSnapshot:
     perspective: bool
     steps: int
     illegal: int
+    #: Who answered: ``(opponent, depth, skill)`` of the episode's options (``None``: the
+    #: server's opponent; snapshots taken before per-episode opponents hold ``None``).
+    opponent: tuple[str, int | None, int | None] | None = None
 
 
 def _colour(side: bool) -> str:
@@ -232,7 +260,15 @@ class ChessEnv(Environment[ChessConfig]):
         self.engine_kind: str | None = None
         #: The Stockfish executable in use, if any.
         self.stockfish_path: str | None = None
-        self.opponent: Opponent | None = self._make_opponent(config)
+        #: The server's opponent (``--opponent``); :attr:`opponent` is this episode's.
+        self.default_opponent: Opponent | None = self._make_opponent(config)
+        #: Who answers this episode's moves (the server's, unless options chose another).
+        self.opponent: Opponent | None = self.default_opponent
+        self._setting: tuple[str, int | None, int | None] | None = None
+        #: Opponents chosen by per-episode options, by ``(opponent, depth, skill)``.
+        self._chosen: dict[tuple[str, int | None, int | None], Opponent | None] = {}
+        #: The engine of --engine, made for an episode's options where --opponent is not it.
+        self._spare_engine: Opponent | None = None
         self._rng = np.random.default_rng()
         self._board = chess.Board()
         self._agent: bool | None = None if config.opponent == "none" else chess.WHITE
@@ -245,6 +281,10 @@ class ChessEnv(Environment[ChessConfig]):
             return None
         if config.opponent == "random":
             return RandomOpponent()
+        return self._make_engine(config)
+
+    def _make_engine(self, config: ChessConfig) -> Opponent:
+        """The engine ``--engine`` names, at ``--depth`` and ``--skill``."""
         path = find_stockfish(config.stockfish_path)
         kind = config.engine
         if kind == "stockfish" or (kind == "auto" and config.stockfish_path):
@@ -285,10 +325,28 @@ class ChessEnv(Environment[ChessConfig]):
     def metadata(self) -> dict[str, Any]:
         return {
             "config": self.config.model_dump(mode="json"),
-            "opponent": self.opponent.label if self.opponent is not None else "none (self-play)",
+            "opponent": self.default_opponent.label
+            if self.default_opponent is not None
+            else "none (self-play)",
             "engine": self.engine_kind,
             "stockfish": self.stockfish_path,
         }
+
+    def task_set(self) -> TaskSet:
+        return chess_tasks(self._engine_kind())
+
+    def _engine_kind(self) -> str:
+        """``stockfish`` or ``builtin``: what --engine plays (found without starting it)."""
+        for engine in (self.default_opponent, self._spare_engine):
+            if isinstance(engine, StockfishEngine):
+                return "stockfish"
+            if isinstance(engine, BuiltinEngine):
+                return "builtin"
+        cfg = self.config
+        if cfg.engine != "auto":
+            return cfg.engine
+        found = cfg.stockfish_path or find_stockfish(None)
+        return "stockfish" if found else "builtin"
 
     def tools(self) -> list[EnvTool]:
         return [
@@ -334,6 +392,8 @@ class ChessEnv(Environment[ChessConfig]):
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         opts = options or {}
+        setting = self._setting_of(opts)
+        opponent = self._episode_opponent(setting)
         board = self._start_board(opts.get("fen"))
         colour = opts.get("color") or self.config.color
         # Unseeded, the env's own stream goes on (Gymnasium's meaning); a copy, so that a
@@ -341,10 +401,10 @@ class ChessEnv(Environment[ChessConfig]):
         rng = copy.deepcopy(self._rng) if seed is None else np.random.default_rng(seed)
         # chess.WHITE is True; a random colour is the seed's first draw
         side = bool(rng.integers(2) == 0) if colour == "random" else colour == "white"
-        agent = None if self.opponent is None else side
+        agent = None if opponent is None else side
         reply = None
-        if self.opponent is not None and board.turn != agent:
-            reply = self.opponent.choose(board, rng)
+        if opponent is not None and board.turn != agent:
+            reply = opponent.choose(board, rng)
             board.push(reply)
             if self._outcome(board) is not None:
                 raise UnsupportedOption(
@@ -353,8 +413,79 @@ class ChessEnv(Environment[ChessConfig]):
                     "where you have a move to make"
                 )
         self._rng, self._board, self._agent, self._perspective = rng, board, agent, side
+        self.opponent, self._setting = opponent, setting
         self._steps = self._illegal = 0
         return board.fen(), self._info(reply=reply)
+
+    def _setting_of(self, opts: dict[str, Any]) -> tuple[str, int | None, int | None] | None:
+        """The episode's ``(opponent, depth, skill)`` from its options (their types and
+        ranges checked against ``Options``), or ``None`` for the server's opponent.
+
+        Raises:
+            UnsupportedOption: a depth or skill where the episode's opponent is no engine.
+        """
+        kind = opts.get("opponent")
+        depth, skill = opts.get("depth"), opts.get("skill")
+        if kind is None and depth is None and skill is None:
+            return None
+        kind = kind or self.config.opponent
+        if kind != "engine" and (depth is not None or skill is not None):
+            given = "depth" if depth is not None else "skill"
+            raise UnsupportedOption(
+                f"option {given!r} sets the engine's strength, but this episode's opponent is "
+                f"{kind!r}: add opponent 'engine' (or leave {given!r} out)"
+            )
+        return (str(kind), depth, skill)
+
+    def _episode_opponent(
+        self, setting: tuple[str, int | None, int | None] | None
+    ) -> Opponent | None:
+        """The opponent of ``setting`` (made once per setting, and the engine process shared)."""
+        if setting is None:
+            return self.default_opponent
+        if setting in self._chosen:
+            return self._chosen[setting]
+        kind, depth, skill = setting
+        opponent: Opponent | None
+        if kind == "none":
+            opponent = None
+        elif kind == "random":
+            opponent = RandomOpponent()
+        else:
+            opponent = self._tuned(self._engine(), depth, skill)
+        self._chosen[setting] = opponent
+        return opponent
+
+    def _engine(self) -> BuiltinEngine | StockfishEngine:
+        """The engine of --engine: the server's opponent where it is that engine."""
+        engine = self.default_opponent
+        if not isinstance(engine, (BuiltinEngine, StockfishEngine)):
+            if self._spare_engine is None:
+                self._spare_engine = self._make_engine(self.config)
+            engine = self._spare_engine
+        assert isinstance(engine, (BuiltinEngine, StockfishEngine))
+        return engine
+
+    def _tuned(
+        self, engine: BuiltinEngine | StockfishEngine, depth: int | None, skill: int | None
+    ) -> Opponent:
+        """``engine`` at the episode's depth and skill (each defaults to the engine's)."""
+        if depth is None and skill is None:
+            return engine
+        if isinstance(engine, StockfishEngine):
+            return TunedStockfish(
+                engine,
+                engine.depth if depth is None else depth,
+                engine.skill if skill is None else skill,
+            )
+        if depth is not None and depth > BUILTIN_MAX_DEPTH:
+            raise UnsupportedOption(
+                f"option 'depth': the built-in engine searches 1-{BUILTIN_MAX_DEPTH} plies, "
+                f"got {depth} (Stockfish goes deeper: --engine stockfish)"
+            )
+        return BuiltinEngine(
+            engine.depth if depth is None else depth, engine.skill if skill is None else skill
+        )
 
     def _start_board(self, fen: str | None) -> chess.Board:
         """The board of option ``fen`` (its type and length checked against ``Options``):
@@ -615,8 +746,9 @@ class ChessEnv(Environment[ChessConfig]):
         return draw_board(self._board, self._perspective)
 
     def close(self) -> None:
-        if self.opponent is not None:
-            self.opponent.close()
+        for opponent in (self.default_opponent, self._spare_engine):
+            if opponent is not None:
+                opponent.close()
 
     # -- snapshots -----------------------------------------------------------------
 
@@ -630,11 +762,13 @@ class ChessEnv(Environment[ChessConfig]):
             perspective=self._perspective,
             steps=self._steps,
             illegal=self._illegal,
+            opponent=self._setting,
         )
 
     def restore(self, snapshot: Any) -> None:
         if not isinstance(snapshot, ChessSnapshot):
             raise UnsupportedOption(f"expected a chess snapshot, got {type(snapshot).__name__}")
+        opponent = self._episode_opponent(snapshot.opponent)
         board = chess.Board(snapshot.root_fen)
         for uci in snapshot.moves:
             board.push(chess.Move.from_uci(uci))
@@ -643,6 +777,7 @@ class ChessEnv(Environment[ChessConfig]):
         self._board, self._rng = board, rng
         self._agent, self._perspective = snapshot.agent, snapshot.perspective
         self._steps, self._illegal = snapshot.steps, snapshot.illegal
+        self.opponent, self._setting = opponent, snapshot.opponent
 
 
 if TYPE_CHECKING:  # mypy checks that the env has what its narration reads (ChessView)
