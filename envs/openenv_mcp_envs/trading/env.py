@@ -16,6 +16,8 @@ synthetic``), or the user's own CSV (``--csv PATH``). An episode covers
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -26,6 +28,7 @@ from openenv_mcp.codecs import decode_raw, is_raw
 from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded, UnsupportedOption
 from openenv_mcp.narration import narration_of
+from openenv_mcp.tasks import TaskSet
 from openenv_mcp_envs.trading._chart import draw_chart
 from openenv_mcp_envs.trading._data import (
     FEATURES,
@@ -37,6 +40,7 @@ from openenv_mcp_envs.trading._data import (
     prices_frame,
 )
 from openenv_mcp_envs.trading._narration import TradingNarration
+from openenv_mcp_envs.trading._tasks import fixed_data_tasks, synthetic_tasks
 
 __all__ = ["TradingConfig", "TradingEnv"]
 
@@ -253,6 +257,18 @@ class TradingEnv(Environment[TradingConfig]):
                 params=PriceHistoryParams,
             ),
         ]
+
+    def task_set(self) -> TaskSet:
+        """Date-range splits of fixed data (train earliest, then validation, test last),
+        or seeds of generated markets; success is beating buy-and-hold over the same days
+        (``_tasks.py`` says the rules)."""
+        config = self.config
+        if self._base is None:
+            return synthetic_tasks(config.assets, config.window, config.cost)
+        # Ids name the data: 'sample', or the CSV file's name as an id may spell it.
+        name = "sample" if self.source == "sample" else f"csv-{Path(config.csv or '').stem}"
+        name = re.sub(r"[^A-Za-z0-9_.=+@-]", "_", name)[:60]
+        return fixed_data_tasks(self._base, name, config.window, config.cost)
 
     # -- the episode ---------------------------------------------------------------
 
