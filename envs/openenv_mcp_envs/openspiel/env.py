@@ -21,7 +21,11 @@ leduc_poker, backgammon, hex, go, 2048, ...; ``describe openspiel`` lists them):
   every player's reward of the step and return so far;
 * seeds: ``reset(seed=s)`` seeds chance, the opponents and a random seat; an
   unseeded reset goes on with the same generators (Gymnasium's meaning);
-* snapshots hold the serialized state and every generator's state.
+* per-episode options may seat the agent (``player``) and choose the opponents
+  (``opponent``, ``mcts_simulations``): the task set
+  (:mod:`openenv_mcp_envs.openspiel._tasks`, one per game) starts each game so;
+* snapshots hold the serialized state, the episode's opponent and every generator's
+  state.
 """
 
 from __future__ import annotations
@@ -39,10 +43,12 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from openenv_mcp.environment import Environment, Resources, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
 from openenv_mcp.spaces import AnyText, NamedDiscrete
+from openenv_mcp.tasks import TaskSet
 from openenv_mcp_envs.openspiel import _bots
 from openenv_mcp_envs.openspiel._games import list_games, load, parse_params, unsupported_games
 from openenv_mcp_envs.openspiel._narration import OpenSpielNarration, listing, short_name
 from openenv_mcp_envs.openspiel._openenv import OpenSpielModels
+from openenv_mcp_envs.openspiel._tasks import openspiel_tasks
 
 __all__ = ["OpenSpielConfig", "OpenSpielEnv"]
 
@@ -192,12 +198,31 @@ class OpenSpielInfo(BaseModel):
 
 
 def _options(players: int) -> type[BaseModel]:
-    """The per-episode options of a game of ``players`` seats."""
+    """The per-episode options of a game of ``players`` seats (the opponent's only where
+    there are other seats)."""
+    # Typed with no default value of their type: an option left out is not passed to reset.
+    fields: dict[str, Any] = {
+        "player": (
+            int,
+            Field(None, ge=0, le=players - 1, description="Your seat for this episode."),
+        )
+    }
+    if players > 1:
+        fields["opponent"] = (
+            _bots.OpponentKind,
+            Field(None, description="Who plays the other seats this episode (--opponent)."),
+        )
+        fields["mcts_simulations"] = (
+            int,
+            Field(
+                None,
+                ge=1,
+                le=100_000,
+                description="MCTS simulations per opponent move this episode (with mcts).",
+            ),
+        )
     return create_model(
-        "OpenSpielOptions",
-        __config__=ConfigDict(extra="forbid", strict=True),
-        # Typed int with no default value: an option left out is not passed to reset.
-        player=(int, Field(None, ge=0, le=players - 1, description="Your seat for this episode.")),
+        "OpenSpielOptions", __config__=ConfigDict(extra="forbid", strict=True), **fields
     )
 
 
@@ -269,6 +294,10 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         self._steps = 0
         self._moves: list[dict[str, Any]] = []
         self._rewards = [0.0] * self.num_players
+        #: This episode's opponent and MCTS simulations (the config's, unless options chose).
+        self._opponent: str = config.opponent
+        self._simulations: int = config.mcts_simulations
+        self._mcts_refusal: str | None = None if config.opponent != "mcts" else ""
         self.render_mode = "rgb_array" if self._wants_frame(config.render) else None
 
     def _observation_kind(self, asked: str) -> str:
@@ -459,9 +488,9 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
                 action = _bots.choose(
                     self.game,
                     state,
-                    cfg.opponent,
+                    self._opponent,
                     self._opponent_rng,
-                    cfg.mcts_simulations,
+                    self._simulations,
                     cfg.mcts_rollouts,
                     cfg.mcts_uct_c,
                 )
@@ -478,7 +507,9 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        seat = (options or {}).get("player")  # a seat of the game: checked against Options
+        opts = options or {}
+        seat = opts.get("player")  # a seat of the game: checked against Options
+        opponent, simulations = self._opponent_of(opts)
         if seed is not None:  # unseeded, every stream goes on (Gymnasium's meaning)
             self._chance_rng, self._opponent_rng, self._seat_rng = _seeded(seed)
         if seat is not None:
@@ -488,11 +519,57 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         else:
             self._seat = int(self.config.player)
         self._state = self.game.new_initial_state()
+        self._opponent, self._simulations = opponent, simulations
         self._steps = 0
         self._moves = []
         self._advance()
         self._rewards = [float(r) for r in self._state.returns()]
         return self._observation(), self._info()
+
+    def _opponent_of(self, opts: dict[str, Any]) -> tuple[str, int]:
+        """The episode's opponent and MCTS simulations, from its options (types and
+        ranges checked against ``Options``) and the config.
+
+        Raises:
+            UnsupportedOption: MCTS simulations for an opponent that is not MCTS, or an
+                MCTS opponent in a game it cannot play (saying why).
+        """
+        cfg = self.config
+        kind = opts.get("opponent")
+        simulations = opts.get("mcts_simulations")
+        opponent = str(kind) if kind is not None else cfg.opponent
+        if simulations is not None and opponent != "mcts":
+            raise UnsupportedOption(
+                f"option 'mcts_simulations' bounds an MCTS opponent, but this episode's "
+                f"opponent is {opponent!r}: add opponent 'mcts' (or leave it out)"
+            )
+        if opponent == "mcts":
+            refusal = self._mcts_refused()
+            if refusal:
+                raise UnsupportedOption(f"option 'opponent': {refusal}")
+        return opponent, int(simulations) if simulations is not None else cfg.mcts_simulations
+
+    def _mcts_refused(self) -> str:
+        """Why an MCTS opponent cannot play this game (``""``: it can), tried once."""
+        if self._mcts_refusal is None:
+            cfg = self.config
+            try:
+                _bots.check_opponent(
+                    self.game, "mcts", cfg.mcts_simulations, cfg.mcts_rollouts, cfg.mcts_uct_c
+                )
+                self._mcts_refusal = ""
+            except ArgumentError as exc:
+                self._mcts_refusal = str(exc)
+        return self._mcts_refusal
+
+    def task_set(self) -> TaskSet:
+        return openspiel_tasks(
+            str(self.game),
+            self.short_name,
+            self.num_players,
+            not self._mcts_refused() if self.num_players > 1 else False,
+            float(self.game.max_utility()),
+        )
 
     def step(self, action: Any) -> StepResult:
         state = self._state
@@ -540,6 +617,8 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             "game": str(self.game),
             "state": self._state.serialize(),
             "seat": self._seat,
+            "opponent": self._opponent,
+            "mcts_simulations": self._simulations,
             "steps": self._steps,
             "moves": [dict(m) for m in self._moves],
             "rewards": list(self._rewards),
@@ -555,6 +634,9 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
             )
         self._state = self.game.deserialize_state(snapshot["state"])
         self._seat = int(snapshot["seat"])
+        # Snapshots from before per-episode opponents hold none: the config's played.
+        self._opponent = str(snapshot.get("opponent", self.config.opponent))
+        self._simulations = int(snapshot.get("mcts_simulations", self.config.mcts_simulations))
         self._steps = int(snapshot["steps"])
         self._moves = [dict(m) for m in snapshot["moves"]]
         self._rewards = list(snapshot["rewards"])
