@@ -10,7 +10,9 @@ Tiers:
 * ``env-NAME``: ``serve`` plus the extra named NAME, where pyproject.toml declares one
   (an environment with heavy dependencies keeps them there: ``env-chess`` installs
   ``[chess]``; ``env-atari`` nothing more);
-* ``test``: everything the suite needs (``[test]``), which covers every tier.
+* ``test``: everything the suite needs (``[test]``), which covers every tier, and the
+  side venvs (:data:`SIDE`): third-party packages the suite runs whose pins clash with
+  ours, each in ``VENV/side/NAME`` (``--side NAME`` builds one alone).
 
 Each tier's stamp (``VENV/.openenv-mcp/TIER``, holding the hash of pyproject.toml it
 was installed from) is written last, atomically, so a set-up that is killed leaves
@@ -38,6 +40,14 @@ ROOT = Path(__file__).resolve().parent.parent
 STAMPS = ".openenv-mcp"
 #: Written once the venv exists and its pip is upgraded.
 CREATED = "venv"
+
+
+#: Side venvs: what the suite runs beside our stack but cannot install into it. OpenEnv
+#: 0.10 (its server and clients, with the Task API) requires fastmcp<4, ours is 4.x; the
+#: ``openreward`` client pins sse-starlette==2.3.6, mcp 2 needs >=3. Both fit together.
+SIDE: dict[str, tuple[str, ...]] = {
+    "openenv-0.10": ("openenv==0.10.0", "openreward==0.1.167"),
+}
 
 
 def _say(message: str) -> None:
@@ -102,13 +112,56 @@ def _create(venv: Path, lock: int) -> None:
     _write_stamp(venv, CREATED, "1")
 
 
+def _side_key(name: str) -> str:
+    """What a side venv's stamp holds: its requirements and the Python that made it."""
+    return " ".join([*SIDE[name], "python" + ".".join(map(str, sys.version_info[:2]))])
+
+
+def side_python(venv: Path, name: str) -> Path:
+    """The interpreter of side venv ``name`` of ``venv``, built (once: locked and stamped
+    as the main venv is) if it is not yet.
+
+    Raises:
+        KeyError: no side venv of this name.
+        subprocess.CalledProcessError: its install failed.
+    """
+    side = venv.absolute() / "side" / name
+    python = side / "bin" / "python"
+    key = _side_key(name)
+    if _stamp(side, "side") == key and python.exists():
+        return python
+    side.parent.mkdir(parents=True, exist_ok=True)
+    lock = os.open(f"{side}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _stamp(side, "side") == key and python.exists():
+            return python  # the set-up that held the lock built it
+        began = time.monotonic()
+        _say(f"setting up the side venv {side} ({', '.join(SIDE[name])}; once)")
+        make = [sys.executable, "-m", "venv", "--clear", str(side)]
+        subprocess.run(make, check=True, stdout=sys.stderr, pass_fds=(lock,))
+        install = [str(python), "-m", "pip", "install", "--quiet", *SIDE[name]]
+        subprocess.run(install, check=True, stdout=sys.stderr, pass_fds=(lock,))
+        _write_stamp(side, "side", key)
+        _say(f"set up {side} in {time.monotonic() - began:.0f} s")
+        return python
+    finally:
+        os.close(lock)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, required=True)
-    parser.add_argument("--hash", required=True, help="pyproject.toml's checksum (./dev's)")
-    parser.add_argument("tiers", nargs="+")
+    parser.add_argument("--hash", help="pyproject.toml's checksum (./dev's)")
+    parser.add_argument("--side", choices=sorted(SIDE), help="build this side venv alone")
+    parser.add_argument("tiers", nargs="*")
     args = parser.parse_args(argv)
     venv: Path = args.venv.absolute()
+    if args.side:
+        print(side_python(venv, args.side))
+        return 0
+    if not args.tiers or not args.hash:
+        parser.error("--hash and at least one tier are required (or --side NAME)")
     extras, done = plan(args.tiers)
     venv.parent.mkdir(parents=True, exist_ok=True)
     lock = os.open(f"{venv}.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -118,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"another set-up of {venv} is running; waiting for it to finish...")
         fcntl.flock(lock, fcntl.LOCK_EX)
     if all(_stamp(venv, tier) == args.hash for tier in args.tiers):
-        return 0  # the set-up that held the lock did it
+        return _sides(venv, args.tiers)  # the set-up that held the lock did it
     began = time.monotonic()
     what = f"[{','.join(extras)}]" if extras else ""
     _say(f"setting up {venv} for {' '.join(args.tiers)} (once; a minute or two)")
@@ -134,6 +187,14 @@ def main(argv: list[str] | None = None) -> int:
     for tier in done:
         _write_stamp(venv, tier, args.hash)
     _say(f"set up {venv} in {time.monotonic() - began:.0f} s")
+    return _sides(venv, args.tiers)
+
+
+def _sides(venv: Path, tiers: list[str]) -> int:
+    """Build the side venvs where ``tiers`` include ``test``."""
+    if "test" in tiers:
+        for name in SIDE:
+            side_python(venv, name)
     return 0
 
 

@@ -1,0 +1,97 @@
+"""The side venv of OpenEnv 0.10 and the ``openreward`` client (scripts/setup_venv.py's
+``SIDE``): what cannot share our venv, run from it. Its Task API server
+(tests/openenv_task_app.py) over our echo env's tasks, and scripts run by its Python
+that print one JSON answer."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.openenv_procs import wait_listening
+from tests.servers import ROOT, free_port, stop
+
+SIDE = "openenv-0.10"
+#: OpenEnv 0.10 imports gradio and more at start: seconds, on a busy machine many.
+START_TIMEOUT = 120.0
+#: A client script's whole run.
+RUN_TIMEOUT = 120.0
+
+
+def side_python() -> Path:
+    """The side venv's interpreter, built by the project's set-up if it is not yet (once:
+    locked and stamped). Skips where the install cannot happen (no package index)."""
+    spec = importlib.util.spec_from_file_location("setup_venv", ROOT / "scripts/setup_venv.py")
+    assert spec is not None and spec.loader is not None
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)
+    try:
+        python: Path = setup.side_python(Path(sys.prefix), SIDE)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"the side venv {SIDE} could not be installed (pip exited {exc.returncode})")
+    return python
+
+
+def echo_tasks_spec(env_name: str = "echo") -> dict[str, Any]:
+    """Our echo env's task set as the reference server reads it."""
+    from openenv_mcp_envs.echo.env import EchoConfig, _echo_tasks
+
+    task_set = _echo_tasks(EchoConfig().reward_per_char)
+    return {
+        "env_name": env_name,
+        "splits": [s.to_json() for s in task_set.splits()],
+        "tasks": {s.name: [t.to_json() for t in task_set.tasks(s.name)] for s in task_set.splits()},
+    }
+
+
+@contextlib.contextmanager
+def task_server(spec: dict[str, Any]) -> Iterator[str]:
+    """OpenEnv 0.10's own server (``create_app``) of tests/openenv_task_app.py over
+    ``spec``'s tasks, on a loopback port; yields its base URL."""
+    python = side_python()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
+        tasks = Path(folder) / "tasks.json"
+        tasks.write_text(json.dumps(spec))
+        env = {**os.environ, "OPENENV_TASKS": str(tasks), "ENABLE_WEB_INTERFACE": "false"}
+        env.pop("PYTHONPATH", None)
+        argv = [str(python), "-m", "uvicorn", "tests.openenv_task_app:app", "--port", str(port)]
+        proc = subprocess.Popen(
+            [*argv, "--log-level", "warning"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd=ROOT,
+            env=env,
+        )
+        try:
+            wait_listening(proc, port, log, START_TIMEOUT)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop(proc)
+
+
+def run_side(script: str, *args: str) -> Any:
+    """``script`` run by the side venv's Python with ``args`` (``sys.argv[1:]``); its
+    stdout's last line, parsed as JSON."""
+    python = side_python()
+    proc = subprocess.run(
+        [str(python), "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
