@@ -10,7 +10,10 @@ base URL and append their paths. Here that base is ``/openenv``:
 * ``WS   /openenv/ws``: OpenEnv's session protocol (``reset``/``step``/``state``/
   ``close`` messages), one episode per socket, closed with the socket;
 * ``POST /openenv/mcp``: OpenEnv's plain JSON-RPC route (``tools/list``,
-  ``tools/call`` of this server's tools; anything else a JSON-RPC error, 200).
+  ``tools/call`` of this server's tools; anything else a JSON-RPC error, 200);
+* OpenEnv's Task API (``/openenv/list_environments``, ``/openenv/{env}/splits``,
+  ``/tasks``, ``/num_tasks``, ``/task``, ``/task_range``): the env's task set
+  (:mod:`._openenv_tasks`); ``reset(split=..., index=...)`` starts a task.
 
 Why under ``/openenv`` and not at the root: OpenEnv's validator POSTs ``{}`` to
 ``BASE/mcp`` and wants 200 with a JSON-RPC body, while the standard ``/mcp``
@@ -68,6 +71,7 @@ from openenv_mcp.server.faces._openenv_namesake import (
     tool_error,
     tool_result,
 )
+from openenv_mcp.server.faces._openenv_tasks import TaskRoutes, session_routes
 from openenv_mcp.server.tools._results import error_text
 from openenv_mcp.server.transports._http import OPENENV_PATH
 from openenv_mcp.spaces import is_array_space
@@ -200,6 +204,7 @@ class OpenEnvRoutes:
             Route("/state", self.state, methods=["GET"]),
             Route("/mcp", self.jsonrpc, methods=["POST"]),
             WebSocketRoute("/ws", self.websocket),
+            *TaskRoutes(self.app).routes(),
         ]
 
     async def health(self, request: Request) -> Response:
@@ -521,3 +526,5 @@ def mount_openenv(server: FastMCP, app: EnvApp) -> None:
 
     routes = OpenEnvRoutes(app)
     add_http_route(server, Mount(OPENENV_PATH, routes=routes.routes()))
+    for route in session_routes():  # the openreward client's, at the root: see there
+        add_http_route(server, route)

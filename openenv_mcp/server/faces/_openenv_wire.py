@@ -7,6 +7,7 @@ answer in these forms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -100,6 +101,8 @@ def observation_of(view: dict[str, Any], form: str, space_is_array: bool) -> dic
         fields["legal_actions"] = view["legal_actions"]
     if "rewards" in view:
         fields["rewards"] = view["rewards"]
+    if "task" in view:  # the task a reset(split=, index=) started; its success at the end
+        fields["task"] = view["task"]
     if "_png" in view:
         fields["frame"] = "data:image/png;base64," + view["_png"]
     done = bool(fields["terminated"] or fields["truncated"])
@@ -231,6 +234,11 @@ def observation_schema(app: EnvApp) -> dict[str, Any]:
             "legal_actions": {"type": "array", "items": {"type": "string"}},
             "rewards": {"type": "object", "additionalProperties": {"type": "number"}},
             "frame": {"type": "string", "description": "data:image/png;base64,..."},
+            "task": {
+                "type": "object",
+                "description": "The task reset(split=, index=) started: id, split, index, "
+                "and at the episode's end success (and scores).",
+            },
             "done": {"type": "boolean"},
             "reward": {"anyOf": [{"type": "number"}, {"type": "null"}]},
             "metadata": {"type": "object"},
@@ -286,5 +294,47 @@ def openapi(app: EnvApp, action: dict[str, Any], observation: dict[str, Any]) ->
             "/metadata": {"get": {"summary": "Name and description"}},
             "/health": {"get": {"summary": "Health"}},
             "/mcp": {"post": {"summary": "JSON-RPC: tools/list, tools/call"}},
+            **_task_paths(body),
         },
+    }
+
+
+def _task_paths(body: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """The Task API's paths (:mod:`._openenv_tasks`), as OpenEnv 0.10 declares them."""
+    env = [{"name": "env_name", "in": "path", "required": True, "schema": {"type": "string"}}]
+    split = {"type": "string", "description": "Task split name"}
+    index = {"type": "integer", "description": "Task index within the split"}
+    bound = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+
+    def post(summary: str, fields: dict[str, Any], required: list[str]) -> dict[str, Any]:
+        schema = {
+            "type": "object",
+            "properties": fields,
+            "required": required,
+            "additionalProperties": False,
+        }
+        return {
+            "post": {
+                "tags": ["Task API"],
+                "summary": summary,
+                "parameters": env,
+                "requestBody": {"required": True, **body(schema)},
+            }
+        }
+
+    return {
+        "/list_environments": {
+            "get": {"tags": ["Task API"], "summary": "The environment's name, in a list"}
+        },
+        "/{env_name}/splits": {
+            "get": {"tags": ["Task API"], "summary": "Its splits", "parameters": env}
+        },
+        "/{env_name}/tasks": post("A split's tasks", {"split": split}, ["split"]),
+        "/{env_name}/num_tasks": post("How many tasks a split has", {"split": split}, ["split"]),
+        "/{env_name}/task": post("One task", {"split": split, "index": index}, ["split", "index"]),
+        "/{env_name}/task_range": post(
+            "Tasks [start, stop) (slice bounds)",
+            {"split": split, "start": bound, "stop": bound},
+            ["split"],
+        ),
     }
