@@ -8,6 +8,7 @@
 * :mod:`~openenv_mcp_envs.openspiel`: OpenSpiel's games against its bots;
 * :mod:`~openenv_mcp_envs.coding`: sandboxed Python tasks with hidden tests;
 * :mod:`~openenv_mcp_envs.trading`: a portfolio rebalanced daily;
+* :mod:`~openenv_mcp_envs.reasoning`: reasoning-gym's problems, one answer each;
 * :mod:`~openenv_mcp_envs.openenv`: an OpenEnv environment (a running server or a class).
 
 They live under this name, not at the top level, so that OpenEnv's own env packages

@@ -36,6 +36,7 @@ SERVED: dict[str, tuple[list[str], object]] = {
         {"tool": "echo_message", "arguments": {"message": "hi"}},
     ),
     "openspiel": (["--game", "tic_tac_toe"], 4),
+    "reasoning": ([], "42"),
     "trading": ([], None),  # all in cash: zeros of its action space
 }
 

@@ -37,6 +37,7 @@ BUNDLED = {
     "trading": (),
     "openspiel": ("--game", "tic_tac_toe"),
     "coding": (),
+    "reasoning": (),
 }
 #: A first action OpenEnv's client sends each (coding's run in a sandbox: reset only).
 FIRST_ACTION: dict[str, Any] = {
@@ -46,6 +47,7 @@ FIRST_ACTION: dict[str, Any] = {
     "chess": "e4",
     "trading": [0.2, 0.2, 0.2, 0.2, 0.2],
     "openspiel": 4,
+    "reasoning": "42",
 }
 
 
