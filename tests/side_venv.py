@@ -81,17 +81,18 @@ def task_server(spec: dict[str, Any]) -> Iterator[str]:
             stop(proc)
 
 
-def run_side(script: str, *args: str) -> Any:
-    """``script`` run by the side venv's Python with ``args`` (``sys.argv[1:]``); its
-    stdout's last line, parsed as JSON."""
+def run_side(script: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    """``script`` run by the side venv's Python with ``args`` (``sys.argv[1:]``) and
+    ``env`` added to this process's environment; its stdout's last line, parsed as JSON."""
     python = side_python()
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [str(python), "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
         cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        env={**environ, **(env or {})},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
