@@ -29,6 +29,7 @@ from openenv_mcp.server.tools._args import (
     StepBatchArgs,
     env_tool_args,
 )
+from openenv_mcp.server.tools._evaluate import evaluate_tool
 from openenv_mcp.server.tools._results import episode_output_schema
 from openenv_mcp.server.tools._tools import ACTS, LOOKS, TIDIES, Handler, Hints, ModelTool
 from openenv_mcp.sharding import ROUTE_TOKEN
@@ -55,6 +56,8 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
     tools = _episode_tools(spec, handlers, output, trainer=profile.trainer_tools)
     if handlers.rewarded or (profile.trainer_tools and settings.record is not None):
         tools.append(_summary_tool(handlers))
+    if profile.trainer_tools and spec.splits:
+        tools.append(evaluate_tool(spec))
     taken = {t.name for t in tools}
     tools += [_env_tool(tool, handlers, spec) for tool in spec.tools if tool.name not in taken]
     taken = {t.name for t in tools}
