@@ -4,6 +4,10 @@ An episode is one programming task. Actions run Python source, write files into 
 episode's working directory, or run the task's hidden tests on ``solution.py``; the
 observation is the run's stdout, stderr and exit code and the test report; the reward comes
 from the fraction of tests passed. Every run is sandboxed (:mod:`openenv_mcp_envs.coding._sandbox`).
+
+The served tasks are also a task set (:mod:`openenv_mcp_envs.coding._taskset`): train,
+validation and test splits fixed by each task's name, a task's id its name, success
+every hidden test passed.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from openenv_mcp.environment import Environment, EnvTool, Resources, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
 from openenv_mcp.spaces import AnyText, JsonSpace
+from openenv_mcp.tasks import TaskSet
 from openenv_mcp_envs.coding._files import (
     check_path,
     collect_files,
@@ -41,6 +46,7 @@ from openenv_mcp_envs.coding._tasks import (
     load_task_file,
     same_value,
 )
+from openenv_mcp_envs.coding._taskset import coding_tasks
 from openenv_mcp_envs.coding._workdir import Workdir
 
 __all__ = ["CodingConfig", "CodingEnv", "CodingSnapshot"]
@@ -282,6 +288,7 @@ class CodingEnv(Environment[CodingConfig]):
             }
         )
         self.task: Task | None = None
+        self._task_set: TaskSet | None = None
         self._rng: np.random.Generator | None = None
         self._workdir: Workdir | None = None
         self._remove: weakref.finalize[Any, Any] | None = None
@@ -350,6 +357,13 @@ class CodingEnv(Environment[CodingConfig]):
                 },
             ),
         ]
+
+    def task_set(self) -> TaskSet:
+        """The served tasks in train, validation and test splits (by name; a task's id is
+        its name, and ``{"task": NAME}`` starts it)."""
+        if self._task_set is None:
+            self._task_set = coding_tasks(self.tasks)
+        return self._task_set
 
     def _task_view(self) -> dict[str, Any]:
         task = self._require_task()
