@@ -1,4 +1,4 @@
-"""The ``openenv-mcp`` command: serve, list, describe, bench, replay, export, collect.
+"""The ``openenv-mcp`` command: serve, list, describe, bench, replay, export, collect, eval.
 
 Logs go to stderr; stdout belongs to the stdio transport (``serve``'s default)
 and to the answers of ``list``/``describe``/``bench``.
@@ -857,6 +857,171 @@ def collect(
         if bar is not None:
             bar.close()
     typer.echo(json.dumps(result.as_dict()) if as_json else result.table())
+
+
+_EVAL_POLICY, _EVAL_TASKS, _EVAL_OUT = "Policy", "Tasks and runs", "Output"
+
+
+@app.command("eval", context_settings=_EXTRA)
+def eval_command(
+    ctx: typer.Context,
+    env: Annotated[
+        str | None,
+        typer.Argument(
+            help="Environment name, or module:Class (with --compare alone: the new report)."
+        ),
+    ] = None,
+    policy: Annotated[
+        str,
+        typer.Option(
+            rich_help_panel=_EVAL_POLICY,
+            help="random; FILE.py:NAME or module:NAME, a function (observation, info) -> "
+            "action; or an agent harness command.",
+        ),
+    ] = "random",
+    split: Annotated[str, typer.Option(rich_help_panel=_EVAL_TASKS, help="The split.")] = "test",
+    samples: Annotated[int, typer.Option(rich_help_panel=_EVAL_TASKS, help="Runs per task.")] = 1,
+    k: Annotated[
+        str, typer.Option("--k", rich_help_panel=_EVAL_TASKS, help="pass@k for each k: 1,4,8.")
+    ] = "1",
+    concurrency: Annotated[
+        int, typer.Option(rich_help_panel=_EVAL_TASKS, help="Runs in flight at once.")
+    ] = 4,
+    max_steps: Annotated[
+        int,
+        typer.Option(
+            rich_help_panel=_EVAL_TASKS, help="A run past this many steps errs (0: no cap)."
+        ),
+    ] = 0,
+    limit: Annotated[
+        int | None, typer.Option(rich_help_panel=_EVAL_TASKS, help="Only the first N tasks.")
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(rich_help_panel=_EVAL_TASKS, help="Seeds the policy's randomness.")
+    ] = 0,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=_EVAL_TASKS,
+            help="Evaluate a running server (its URL) instead of starting one.",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=_EVAL_OUT,
+            help="The report (default eval-ENV-SPLIT.json); FILE.runs.jsonl and the Inspect "
+            "log FILE.eval go beside it.",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(rich_help_panel=_EVAL_OUT, help="Continue an interrupted eval's runs."),
+    ] = False,
+    compare_to: Annotated[
+        Path | None,
+        typer.Option(
+            "--compare",
+            rich_help_panel=_EVAL_OUT,
+            help="An older report: print the tasks fixed and regressed and each score's change.",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", rich_help_panel=_EVAL_OUT, help="Print the report's JSON.")
+    ] = False,
+) -> None:
+    """Evaluate a policy on ENV's tasks: pass@k, success rate, per task and difficulty.
+
+    Environment options follow ENV (`eval gymnasium --id CartPole-v1 --samples 4 --k 1,4`).
+    Writes an RFC 013-shaped JSON report and an Inspect AI log beside it; a progress bar
+    goes to stderr, the scores to stdout. `eval --compare OLD.json NEW.json` compares two
+    reports without running anything.
+    """
+    from openenv_mcp.evals import compare, evaluate_sync
+
+    if env is not None and env.endswith(".json"):
+        if compare_to is None or ctx.args:
+            raise _fail(f"{env} is a report: compare two with eval --compare OLD.json {env}")
+        try:
+            typer.echo(compare(compare_to, env))
+        except OpenEnvError as exc:
+            raise _fail(str(exc)) from None
+        return
+    if env is None:
+        raise _fail("eval needs ENV (an environment), or --compare OLD.json NEW.json")
+    _load(env)
+    out = output or Path(f"eval-{env.replace(':', '_').replace('/', '_')}-{split}.json")
+    runs_file = out.with_name(out.name.removesuffix(".json") + ".runs.jsonl")
+    inspect_file = out.with_name(out.name.removesuffix(".json") + ".eval")
+    if not resume and (out.exists() or runs_file.exists()):
+        raise _fail(
+            f"{out if out.exists() else runs_file} exists: pass --resume to continue that eval, "
+            "or choose another --output"
+        )
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise _fail(f"cannot write the report to {out}: {folder} is not a writable folder")
+    if server is not None and ctx.args:
+        raise _fail(f"--server evaluates a running server as it is: leave out {' '.join(ctx.args)}")
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        from tqdm import tqdm
+
+        if bar is None:
+            bar = tqdm(total=total, initial=done, unit="run", file=sys.stderr)
+        else:
+            bar.update(done - bar.n)
+
+    try:
+        from openenv_mcp.evals._run import serve_command
+
+        target = server if server is not None else serve_command(env, list(ctx.args))
+        report = evaluate_sync(
+            target,
+            env=env,
+            split=split,
+            samples=samples,
+            k=k,
+            policy=policy,
+            concurrency=concurrency,
+            max_steps=max_steps,
+            limit=limit,
+            seed=seed,
+            progress=progress,
+            runs_file=runs_file,
+            resume=resume,
+            env_args=list(ctx.args),
+            # In the names an agent policy's resolver takes (no local env behind --server).
+            policy_options={
+                "env": None if server is not None else env,
+                "env_args": tuple(ctx.args),
+                "out": out.with_name(out.name.removesuffix(".json") + ".agents"),
+            },
+        )
+    except OpenEnvError as exc:
+        raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    try:
+        report.write(out)
+    except OSError as exc:
+        raise _fail(f"cannot write the report to {out}: {exc}", code=1) from None
+    try:
+        from openenv_mcp.evals._inspect import write_inspect_log
+
+        write_inspect_log(report, inspect_file)
+    except OpenEnvError as exc:  # inspect-ai not installed: the report stands without it
+        typer.echo(f"note: no Inspect log: {exc}", err=True)
+    typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
+    typer.echo(f"report: {out}; runs: {runs_file}; Inspect log: {inspect_file}", err=True)
+    if compare_to is not None:
+        try:
+            typer.echo(compare(compare_to, report.to_json()))
+        except OpenEnvError as exc:
+            raise _fail(str(exc)) from None
 
 
 def main() -> None:
