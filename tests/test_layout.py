@@ -24,6 +24,7 @@ ELSEWHERE: dict[str, list[str]] = {
     "authoring/manifest.py": ["authoring/test_authoring.py"],
     "authoring/scaffold.py": ["authoring/test_authoring.py"],
     "data/collect.py": ["data/test_episodes_as_data.py"],
+    "evals/_policy.py": ["evals/test_policies.py", "evals/test_run.py"],
     "data/export.py": ["data/test_recording.py", "data/test_minari.py"],
     "recording/_format.py": ["data/test_recording.py", "data/test_crafted_recordings.py"],
     "recording/_replay.py": ["data/test_crafted_recordings.py", "data/test_recording.py"],
