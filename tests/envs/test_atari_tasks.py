@@ -174,3 +174,18 @@ def test_the_default_variant_is_what_the_rom_starts_in(game: str) -> None:
     tasks = env.task_set()
     assert tasks.variants[0] == (env.emu.mode, env.emu.difficulty)  # type: ignore[attr-defined]
     env.close()
+
+
+def test_the_game_with_most_modes_stays_in_the_thousands() -> None:
+    env = AtariEnv(AtariConfig(game="video_cube"))
+    tasks = env.task_set()
+    variants = len(env.emu.available_modes) + len(env.emu.available_difficulties) - 1
+    assert variants == 154
+    assert [len(tasks.split_tasks(s.name)) for s in tasks.splits()] == [
+        variants * SEEDS_PER_VARIANT[s.name] for s in tasks.splits()
+    ]
+    assert max(len(tasks.split_tasks(s.name)) for s in tasks.splits()) == 15_400
+    assert tasks.check() == []
+    last = tasks.task("test", 154 * 20 - 1)
+    assert tasks.locate(last.id) == ("test", 154 * 20 - 1, last)
+    env.close()

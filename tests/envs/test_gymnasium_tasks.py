@@ -182,3 +182,20 @@ async def test_bad_task_references_are_clear_errors_and_the_server_goes_on() -> 
 def test_a_task_set_reads_back_from_its_json() -> None:
     task = gymnasium_tasks("CartPole-v1", 475.0).task("train", 12)
     assert Task.from_json(task.to_json()) == task
+
+
+async def test_a_goal_env_without_a_threshold_is_judged_by_its_goal_over_mcp() -> None:
+    with anyio.fail_after(60):
+        async with MCPEnvClient(build_server("gymnasium", id="Blackjack-v1", render=False)) as env:
+            outcomes = []
+            for index in range(6):
+                _, info = await env.reset(options={"split": "test", "index": index})
+                _, reward, terminated, _, info = await env.step(0)  # stick: the hand ends
+                assert terminated
+                assert info["task"]["success"] is (reward > 0)
+                outcomes.append(info["task"]["success"])
+            # The same tasks again: the same hands, the same verdicts.
+            for index, outcome in enumerate(outcomes):
+                await env.reset(options={"split": "test", "index": index})
+                _, _, _, _, info = await env.step(0)
+                assert info["task"]["success"] is outcome

@@ -157,6 +157,7 @@ async def test_generated_markets_are_seed_splits_judged_on_their_own_prices() ->
     with anyio.fail_after(60):
         async with trading(data="synthetic", window=15) as env:
             assert [s["tasks"] for s in env.splits] == [1000, 100, 100]
+            assert TradingEnv(TradingConfig(data="synthetic", window=15)).task_set().check() == []
             options = {"split": "test", "index": 2}
             held = await play(env, options, hold=True)
             assert held["task"]["id"] == "trading-synthetic-a5-w15-test-0002"
