@@ -7,7 +7,8 @@ It imports nothing of openenv-mcp (the side venv cannot): its tasks come as JSON
 the file ``OPENENV_TASKS`` names (``{"env_name", "splits": [...], "tasks": {split:
 [...]}}``; tests/side_venv.py writes our echo env's). The environment is an echo: reset
 greets with the task's ``options.greeting``, each step echoes the message with a reward
-of 0.1 a character, and ``"bye"`` ends the episode.
+of 0.1 a character, and ``"bye"`` ends the episode with a reward of 1 where the greeting
+was echoed, else 0 (a final reward that says whether the task was done).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class TaskEchoEnv(Environment[EchoAction, EchoObservation, State]):
         super().__init__()
         self._state = State(episode_id=None, step_count=0)
         self._task: dict[str, Any] | None = None
+        self._said: list[str] = []
 
     def reset(
         self,
@@ -61,6 +63,7 @@ class TaskEchoEnv(Environment[EchoAction, EchoObservation, State]):
         **kwargs: Any,
     ) -> EchoObservation:
         self._state = State(episode_id=episode_id, step_count=0)
+        self._said = []
         self._task = None if split is None else self.get_task(split, int(index or 0))
         greeting = (self._task or {}).get("options", {}).get("greeting", "")
         task_id = None if self._task is None else self._task["id"]
@@ -68,11 +71,17 @@ class TaskEchoEnv(Environment[EchoAction, EchoObservation, State]):
 
     def step(self, action: EchoAction, **kwargs: Any) -> EchoObservation:  # type: ignore[override]
         self._state.step_count += 1
+        greeting = (self._task or {}).get("options", {}).get("greeting")
+        self._said.append(action.message)
+        done = action.message == "bye"
+        reward = round(0.1 * len(action.message), 10)
+        if done:
+            reward = 1.0 if greeting in self._said else 0.0
         return EchoObservation(
             message=action.message,
             task_id=None if self._task is None else self._task["id"],
-            done=action.message == "bye",
-            reward=round(0.1 * len(action.message), 10),
+            done=done,
+            reward=reward,
         )
 
     @property

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import threading
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -54,6 +55,7 @@ from openenv_mcp.errors import InvalidAction
 from openenv_mcp.options import parse_pairs
 from openenv_mcp.rewards import Reward, Step
 from openenv_mcp.spaces import JsonSpace, ToolCalls, decode
+from openenv_mcp.tasks import TASK_OPTIONS
 from openenv_mcp.wire.schemas import inline_refs
 from openenv_mcp_envs.openenv._described import (
     MAX_OBSERVATION_VALUES,
@@ -69,9 +71,12 @@ from openenv_mcp_envs.openenv._described import (
 from openenv_mcp_envs.openenv._images import IMAGE_HINTS, MAX_FRAME_PIXELS, to_rgb
 from openenv_mcp_envs.openenv._local import Loaded, LocalSession, describe_local, load_local
 from openenv_mcp_envs.openenv._remote import RemoteSession, describe_remote, normalize_url
+from openenv_mcp_envs.openenv._tasks import FINAL_REWARD, LocalTasks, OpenEnvTasks, RemoteTasks
 from openenv_mcp_envs.openenv._words import OpenEnvNarration
 
 __all__ = ["OpenEnvConfig", "OpenEnvEnv", "RubricBreakdown"]
+
+log = logging.getLogger("openenv_mcp.openenv")
 
 
 class OpenEnvConfig(BaseModel):
@@ -221,6 +226,34 @@ def _describe(config: OpenEnvConfig) -> tuple[Described, Loaded | None]:
     return found
 
 
+#: Each source's tasks (``None``: it publishes none), read once per process.
+_task_sets: dict[tuple[Any, ...], OpenEnvTasks | None] = {}
+
+
+def _tasks(config: OpenEnvConfig, loaded: Loaded | None) -> OpenEnvTasks | None:
+    """The source's task set (:mod:`._tasks`), read at its first use and kept."""
+    key = (config.url, config.env, json.dumps(config.kwargs, sort_keys=True, default=repr))
+    with _lock:
+        if key in _task_sets:
+            return _task_sets[key]
+    found: OpenEnvTasks | None
+    try:
+        if config.url is not None:
+            found = RemoteTasks.read(config.url, config.timeout, _limits(config))
+        else:
+            assert loaded is not None
+            found = LocalTasks.read(loaded)
+    except Exception as exc:  # tasks are optional: a broken Task API serves without them
+        where = config.url or config.env
+        log.warning(
+            "%s: its Task API could not be read, so it is served without tasks: %s", where, exc
+        )
+        found = None
+    with _lock:
+        _task_sets[key] = found
+    return found
+
+
 class RubricBreakdown(Reward):
     """An OpenEnv rubric's scores as the reward breakdown: the step's reward is the
     environment's own (its rubric computed it); ``rubric`` and ``rubric.NAME`` are
@@ -295,7 +328,7 @@ def _options_model(loaded: Loaded | None, described: Described) -> type[BaseMode
         hints = {}
     fields: dict[str, Any] = {}
     for name, parameter in inspect.signature(reset).parameters.items():
-        if name in ("self", *_OWN) or parameter.kind not in (
+        if name in ("self", *_OWN, *TASK_OPTIONS) or parameter.kind not in (
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
             inspect.Parameter.KEYWORD_ONLY,
         ):
@@ -316,7 +349,7 @@ def _remote_options(described: Described) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     passed = schema is None or schema.get("additionalProperties") is not False
     for name, prop in ((schema or {}).get("properties") or {}).items():
-        if name in _OWN:
+        if name in (*_OWN, *TASK_OPTIONS):  # a task's own: see _with_task_options
             continue
         if (
             name == "kwargs"
@@ -336,6 +369,28 @@ def _remote_options(described: Described) -> type[BaseModel]:
             _PASSED[1],
         )
     return create_model("OpenEnvResetOptions", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _with_task_options(options: type[BaseModel] | None, name: str) -> type[BaseModel]:
+    """The options with the two that start a remote task (:data:`._tasks.OPTIONS`): our
+    reset names a task by ``split``/``index``/``task``, so the remote's own ``split`` and
+    ``index`` go by other names and are passed on as those."""
+    fields: dict[str, Any] = {
+        "remote_split": (
+            str | None,
+            Field(None, description="The OpenEnv environment's task split (its reset's split)."),
+        ),
+        "remote_index": (
+            int | None,
+            Field(None, ge=0, description="The task's index in remote_split (its reset's index)."),
+        ),
+    }
+    return create_model(
+        name,
+        __base__=options,
+        __config__=None if options is not None else ConfigDict(extra="forbid"),
+        **fields,
+    )
 
 
 class OpenEnvEnv(Environment[OpenEnvConfig]):
@@ -374,6 +429,9 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
             inline_refs(observation_fields_schema(described.observation_schema)),
         )
         self.Options = _options_model(loaded, described)
+        self._tasks = _tasks(config, loaded)
+        if self._tasks is not None:
+            self.Options = _with_task_options(self.Options, "OpenEnvTaskOptions")
         properties = described.observation_schema.get("properties") or {}
         # An MCP environment's tools may answer with image content.
         framed = described.tools is not None or any(
@@ -424,6 +482,10 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         kwargs = dict(options or {})
         if self.config.url is not None:  # passed on as they are
             kwargs.update(kwargs.pop("kwargs", None) or {})
+        for ours, theirs in (("remote_split", "split"), ("remote_index", "index")):
+            value = kwargs.pop(ours, None)
+            if value is not None:
+                kwargs[theirs] = value
         self.seed_words = self._seed_words(seed)
         # Gymnasium's meaning of a reset without a seed is that the episode's stream goes
         # on. An OpenEnv env takes a seed per reset or draws afresh, so the stream is
@@ -470,6 +532,8 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
         self._previous = self._last.observation if self._last is not None else None
         self._last, self._frame = observed, None
         info: dict[str, Any] = {"done": observed.done}
+        if observed.done:  # what a task's success is judged by (._tasks)
+            info[FINAL_REWARD] = observed.reward
         if observed.metadata:
             info["metadata"] = observed.metadata
         if observed.rubric:
@@ -477,6 +541,12 @@ class OpenEnvEnv(Environment[OpenEnvConfig]):
             info["rubric_score"] = scores.pop("", observed.reward)
             info["rubric"] = scores
         return info
+
+    def task_set(self) -> OpenEnvTasks | None:
+        """The OpenEnv environment's own tasks (its Task API), passed through: a task is
+        started by its reset's ``split`` and ``index``; it succeeds where the remote ends
+        the episode with a reward above 0."""
+        return self._tasks
 
     def state(self) -> dict[str, Any]:
         """The OpenEnv State of this episode's session (``episode_id``, ``step_count``...)."""
