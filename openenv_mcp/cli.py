@@ -876,9 +876,28 @@ def eval_command(
         typer.Option(
             rich_help_panel=_EVAL_POLICY,
             help="random; FILE.py:NAME or module:NAME, a function (observation, info) -> "
-            "action; or an agent harness command.",
+            "action; or an agent harness command with {mcp_config} (as collect --agent).",
         ),
     ] = "random",
+    openai_url: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=_EVAL_POLICY,
+            help="Play with a model behind an OpenAI-compatible endpoint (its base URL, "
+            "e.g. http://127.0.0.1:8000/v1), the server's tools as its functions.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(rich_help_panel=_EVAL_POLICY, help="The model the endpoint serves."),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=_EVAL_POLICY,
+            help="The variable holding the endpoint's API key (sent only when named).",
+        ),
+    ] = None,
     split: Annotated[str, typer.Option(rich_help_panel=_EVAL_TASKS, help="The split.")] = "test",
     samples: Annotated[int, typer.Option(rich_help_panel=_EVAL_TASKS, help="Runs per task.")] = 1,
     k: Annotated[
@@ -993,8 +1012,11 @@ def eval_command(
             runs_file=runs_file,
             resume=resume,
             env_args=list(ctx.args),
-            # In the names an agent policy's resolver takes (no local env behind --server).
+            # What an agent policy takes (no local env behind --server).
             policy_options={
+                "openai_url": openai_url,
+                "model": model,
+                "api_key_env": api_key_env,
                 "env": None if server is not None else env,
                 "env_args": tuple(ctx.args),
                 "out": out.with_name(out.name.removesuffix(".json") + ".agents"),

@@ -59,7 +59,6 @@ PUBLIC = {
     ],
     "openenv_mcp.narration": ["Narrated", "Narration", "narration_of"],
     "openenv_mcp.evals": [
-        "SPEC_RESOLVERS",
         "CallablePolicy",
         "EvalPolicy",
         "EvalReport",

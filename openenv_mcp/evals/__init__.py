@@ -13,7 +13,6 @@ loop::
 from __future__ import annotations
 
 from openenv_mcp.evals._policies import (
-    SPEC_RESOLVERS,
     CallablePolicy,
     RandomPolicy,
     play_episode,
@@ -24,7 +23,6 @@ from openenv_mcp.evals._report import EvalReport, RunRecord, compare, pass_at_k
 from openenv_mcp.evals._run import evaluate, evaluate_sync, parse_k
 
 __all__ = [
-    "SPEC_RESOLVERS",
     "CallablePolicy",
     "EvalPolicy",
     "EvalReport",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError, ServerDied
+from openenv_mcp.evals._agents import agent_policy_from_spec
 from openenv_mcp.evals._policy import EvalPolicy, TaskOutcome, TaskRun
 from openenv_mcp.registry import is_reference, load_reference
 
@@ -248,31 +249,26 @@ def load_callable(spec: str) -> Choose:
     return fn  # type: ignore[no-any-return]
 
 
-#: Resolvers tried in turn by :func:`policy_from_spec` before the built-in kinds: each
-#: takes the spec and the keyword options and returns a policy, or ``None`` for a spec it
-#: does not handle (an agent harness command, an OpenAI-compatible endpoint...).
-SPEC_RESOLVERS: list[Callable[..., EvalPolicy | None]] = []
-
-
-def policy_from_spec(spec: str | EvalPolicy, **options: Any) -> EvalPolicy:
-    """The policy ``--policy SPEC`` names.
+def policy_from_spec(spec: str | EvalPolicy, **agent: Any) -> EvalPolicy:
+    """The policy ``--policy SPEC`` (and the endpoint's flags) name.
 
     Args:
         spec: ``"random"``; ``FILE.py:NAME`` or ``module:NAME`` (a callable
-            ``(observation, info) -> action``); or whatever a registered resolver
-            (:data:`SPEC_RESOLVERS`) takes. A policy object is returned as it is.
-        options: passed to the resolvers (e.g. ``openai_url``, ``model``, the env's
-            serve arguments for a harness command); the built-in kinds take none.
+            ``(observation, info) -> action``); an agent harness command with
+            ``{mcp_config}``. A policy object is returned as it is.
+        agent: what an agent policy takes
+            (:func:`~openenv_mcp.evals._agents.agent_policy_from_spec`): ``openai_url``,
+            ``model`` and ``api_key_env`` for a model behind an OpenAI-compatible
+            endpoint; ``env``, ``env_args``, ``out`` and ``timeout`` for a harness.
 
     Raises:
         ArgumentError: a spec no kind takes, naming the kinds there are.
     """
     if not isinstance(spec, str):
         return spec
-    for resolve in SPEC_RESOLVERS:
-        policy = resolve(spec, **options)
-        if policy is not None:
-            return policy
+    played = agent_policy_from_spec(spec, **agent)
+    if played is not None:
+        return played
     if spec == "random":
         return RandomPolicy()
     one_word = not any(c.isspace() for c in spec)

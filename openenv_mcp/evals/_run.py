@@ -148,21 +148,7 @@ async def list_tasks(
             f"{session.server_spec.name} has no split {split!r}.{did_you_mean(split, sizes)} "
             f"Splits: {', '.join(f'{name} ({size} tasks)' for name, size in sizes.items())}"
         )
-    size = sizes[split] if limit is None else min(limit, sizes[split])
-    lister = getattr(session, "tasks", None)
-    if callable(lister):
-        listed = list(await lister(split))[:size]
-        tasks = [t.to_json() if hasattr(t, "to_json") else dict(t) for t in listed]
-    else:
-        # A client without the task listing: each task names itself when it starts.
-        episode = session.episode()
-        tasks = []
-        try:
-            for index in range(size):
-                _, info = await episode.reset(options={"split": split, "index": index})
-                tasks.append(dict(info["task"]))
-        finally:
-            await episode.close()
+    tasks = [task.to_json() for task in await session.tasks(split)][:limit]
     if not tasks:
         raise ArgumentError(f"split {split!r} of {session.server_spec.name} has no tasks")
     return tasks
