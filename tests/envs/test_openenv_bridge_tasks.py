@@ -7,18 +7,22 @@ above 0 (OpenEnv 0.10 has no success rule of its own: a rubric scores)."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from fastmcp import Client
 
 from openenv_mcp.client import MCPEnvClient
-from openenv_mcp.errors import UnknownTask
+from openenv_mcp.errors import ArgumentError, UnknownTask
 from openenv_mcp.server import build_server
 from openenv_mcp_envs.openenv import _tasks
+from openenv_mcp_envs.openenv import env as env_module
 from openenv_mcp_envs.openenv.env import OpenEnvConfig, OpenEnvEnv
 from tests.side_venv import echo_tasks_spec, task_server
 
@@ -138,3 +142,81 @@ async def test_a_source_without_tasks_has_none() -> None:
         assert "remote_split" not in (env.Options.model_fields if env.Options else {})
     finally:
         env.close()
+
+
+class _Hostile(http.server.BaseHTTPRequestHandler):
+    """A Task API that answers what ``answers`` says: path -> (status, JSON body)."""
+
+    answers: ClassVar[dict[str, tuple[int, Any]]] = {}
+
+    def _answer(self) -> None:
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, body = self.answers.get(self.path, (404, {"detail": "Not Found"}))
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:  # quiet: stderr is the test's
+        pass
+
+
+@pytest.fixture
+def hostile() -> Iterator[dict[str, tuple[int, Any]]]:
+    answers: dict[str, tuple[int, Any]] = {}
+    handler = type("Handler", (_Hostile,), {"answers": answers})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    answers["base"] = (0, f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        yield answers
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_a_hostile_task_api_is_named_or_left_out(
+    hostile: dict[str, tuple[int, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    base = str(hostile.pop("base")[1])
+    read = functools.partial(_tasks.RemoteTasks.read, base, 5.0, _limits())
+    assert read() is None  # no Task API (an older OpenEnv): 404
+    hostile["/list_environments"] = (200, ["bad"])
+    hostile["/bad/splits"] = (501, {"detail": "list_splits is not supported"})
+    assert read() is None
+    hostile["/bad/splits"] = (500, b"Internal Server Error")
+    with pytest.raises(ArgumentError, match=r"answered GET /bad/splits with 500: Internal"):
+        read()
+    key = (base, None, "{}")
+    config = OpenEnvConfig(url=base)
+    try:  # the bridge serves on without tasks, and says why
+        assert env_module._tasks(config, None) is None
+    finally:
+        env_module._task_sets.pop(key, None)
+    assert "its Task API could not be read, so it is served without tasks" in caplog.text
+    splits = [{"name": "a b", "type": "test"}, {"name": "x", "type": "weird"}, "y"]
+    hostile["/bad/splits"] = (200, splits)
+    task_set = read()
+    assert task_set is not None
+    assert [(s.name, s.type) for s in task_set.splits()] == [("x", "validation")]
+    hostile["/bad/num_tasks"] = (200, {"num_tasks": "many"})
+    with pytest.raises(ArgumentError, match=r"num_tasks\('x'\) answered 'many', not a count"):
+        task_set.tasks("x")
+    hostile["/bad/num_tasks"] = (200, {"num_tasks": 3})
+    hostile["/bad/task_range"] = (200, {"tasks": [{"id": 1}]})
+    with pytest.raises(ArgumentError, match=r"answered 1 tasks, expected 3"):
+        task_set.tasks("x")[0]
+    hostile["/bad/task_range"] = (400, {"detail": "Invalid task index"})
+    with pytest.raises(UnknownTask, match="Invalid task index"):
+        task_set.tasks("x")[2]
+    hostile["/bad/task_range"] = (200, {"tasks": ["a", None, {"difficulty": 3}]})
+    made = list(task_set.tasks("x"))
+    assert [t.data for t in made] == [{"task": "a"}, {"task": None}, {"difficulty": 3}]
+    assert made[2].difficulty is None  # not a label: left in data only
