@@ -187,7 +187,8 @@ class EvalReport:
 
     def per_task(self) -> dict[str, dict[str, Any]]:
         """Each task's ``n`` (runs), ``successes``, ``errors`` and ``mean_reward`` (over
-        its runs that ended; ``None`` if none did)."""
+        its runs that ended; ``None`` if none did), and the mean of each score the env
+        gives beside the return (``mean_human_normalized``)."""
         out: dict[str, dict[str, Any]] = {}
         for task_id, runs in self._by_task().items():
             ended = [r for r in runs if r.error is None]
@@ -196,6 +197,7 @@ class EvalReport:
                 "successes": sum(1 for r in runs if r.success),
                 "errors": len(runs) - len(ended),
                 "mean_reward": _mean([r.reward for r in ended]),
+                **_env_scores(ended),
             }
         return out
 
@@ -247,6 +249,7 @@ class EvalReport:
             ),
             ("mean reward", _fmt(scores["mean_reward"])),
             ("mean steps", _fmt(scores["mean_steps"])),
+            *((name.replace("_", " "), _fmt(scores[name])) for name in _env_scores(self.runs)),
             ("error rate", _fmt(scores["error_rate"])),
             ("reproducible", str(scores["reproducible"]).lower()),
             ("tasks x samples", f"{len(self.tasks)} x {self._samples()} = {len(self.runs)} runs"),
@@ -267,6 +270,19 @@ def _rates(runs: Sequence[RunRecord]) -> dict[str, Any]:
         "mean_reward": _mean([r.reward for r in ended]),
         "mean_steps": _mean([float(r.steps) for r in ended]),
         "error_rate": _mean([0.0 if r.error is None else 1.0 for r in runs]),
+        **_env_scores(ended),
+    }
+
+
+def _env_scores(runs: Sequence[RunRecord]) -> dict[str, float | None]:
+    """``mean_NAME`` of each score the env gave beside the return (an Atari game's
+    ``human_normalized``), over the ended runs that have it."""
+    names = sorted({name for r in runs if r.error is None for name in r.scores})
+    return {
+        f"mean_{name}": _mean(
+            [r.scores[name] for r in runs if r.error is None and name in r.scores]
+        )
+        for name in names
     }
 
 

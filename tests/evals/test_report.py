@@ -183,3 +183,25 @@ def test_compare_refuses_what_is_not_a_report(
         path.write_text(content)
     with pytest.raises(ArgumentError, match=match):
         compare(path, _report().to_json())
+
+
+def test_the_envs_own_scores_are_averaged_beside_the_return() -> None:
+    runs = [
+        _run("t0", 0, 0, False, reward=2.0, scores={"human_normalized": -0.1}),
+        _run("t0", 0, 1, True, reward=40.0, scores={"human_normalized": 1.3}),
+        _run("t1", 1, 0, None, scores={"human_normalized": 99.0}),  # an error: left out
+        _run("t1", 1, 1, False, reward=1.0),  # a run without the score
+    ]
+    report = EvalReport(
+        config={"eval_parameters": {"samples": 2}},
+        tasks=[{"id": "t0"}, {"id": "t1"}],
+        runs=runs,
+        k=(1,),
+        reproducible=True,
+    )
+    scores = report.scores()
+    assert scores["mean_human_normalized"] == pytest.approx(0.6)
+    assert scores["per_task"]["t0"]["mean_human_normalized"] == pytest.approx(0.6)
+    assert "mean_human_normalized" not in scores["per_task"]["t1"]
+    assert scores["by_difficulty"]["none"]["mean_human_normalized"] == pytest.approx(0.6)
+    assert "mean human normalized  0.600" in report.table()
