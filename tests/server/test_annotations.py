@@ -65,6 +65,7 @@ EPISODE_TOOLS: dict[str, tuple[dict[str, bool], bool]] = {
     "close": (TIDY, True),  # ends the episode: the bridge's remote session closes too
     "release_snapshot": (TIDY, False),  # the server's own table
     "episode_summary": (LOOK, False),  # the server's own records
+    "evaluate": (ACT, True),  # plays episodes of its own (an env with tasks, full profile)
 }
 #: The bundled envs' own tools: all of them look (at the episode, the task, the board).
 ENV_TOOLS = {
