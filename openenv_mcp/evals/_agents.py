@@ -509,11 +509,6 @@ class HarnessPolicy:
         out: where the configs, recordings and the harness's output go.
         env_args: the environment's options and server settings, in CLI form.
         timeout: seconds one run's command may take.
-        fixed_task: fix the run's task with ``serve --task ID`` (a reset naming no task
-            starts it); ``None``: where ``serve`` takes it. Without it the command must
-            start the task itself: ``{task}`` in its prompt, or the
-            ``OPENENV_MCP_TASK`` variable, name the id to pass as
-            ``reset(options={"task": ID})``.
 
     Raises:
         ArgumentError: the command lacks ``{mcp_config}`` or does not parse, or the
@@ -528,7 +523,6 @@ class HarnessPolicy:
         *,
         env_args: Sequence[str] = (),
         timeout: float = 600.0,
-        fixed_task: bool | None = None,
     ) -> None:
         if MCP_CONFIG_PLACEHOLDER not in command:
             raise ArgumentError(
@@ -555,14 +549,12 @@ class HarnessPolicy:
         self.env_args = tuple(env_args)
         self.out = Path(out)
         self.timeout = timeout
-        self.fixed_task = _serve_takes_task() if fixed_task is None else fixed_task
 
     def __repr__(self) -> str:
         return f"<HarnessPolicy {self.command!r} on {self.env}>"
 
     def serve_command(self, record: Path, task_id: str) -> list[str]:
-        """The recorded server's command line for one run."""
-        task = ["--task", task_id] if self.fixed_task else []
+        """The recorded server's command line for one run: its first reset starts the task."""
         return python_command(
             "-m",
             "openenv_mcp",
@@ -573,7 +565,8 @@ class HarnessPolicy:
             "agent",
             "--record",
             str(record),
-            *task,
+            "--task",
+            task_id,
             *self.env_args,
         )
 
@@ -595,20 +588,15 @@ class HarnessPolicy:
             part.replace(MCP_CONFIG_PLACEHOLDER, str(config)).replace(TASK_PLACEHOLDER, run.task_id)
             for part in self.argv
         ]
-        how = (
-            "the server starts the task at the first reset"
-            if self.fixed_task
-            else f'the command starts it with reset(options={{"task": "{run.task_id}"}})'
-        )
         outcome = TaskOutcome(success=None)
         outcome.messages.append(
-            {"role": "system", "content": f"{shlex.join(argv)}\n(task {run.task_id}: {how})"}
+            {
+                "role": "system",
+                "content": f"{shlex.join(argv)}\n(task {run.task_id}: the server starts it "
+                "at the first reset)",
+            }
         )
-        env = {
-            **os.environ,
-            "OPENENV_MCP_CONFIG": str(config),
-            "OPENENV_MCP_TASK": run.task_id,
-        }
+        env = {**os.environ, "OPENENV_MCP_CONFIG": str(config)}
         code: int | None
         try:
             with open(log_path, "wb") as sink:
@@ -663,17 +651,6 @@ class HarnessPolicy:
 
 def _safe(task_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)[:100]
-
-
-def _serve_takes_task() -> bool:
-    """Whether ``serve`` takes ``--task ID`` (a reset naming no task starts it)."""
-    from openenv_mcp.server import ServerSettings
-
-    fields = set(ServerSettings.model_fields)
-    for group in ServerSettings.model_fields.values():
-        annotation = group.annotation
-        fields |= set(getattr(annotation, "model_fields", {}) or {})
-    return "task" in fields
 
 
 # -- from the CLI's words -------------------------------------------------------------------------

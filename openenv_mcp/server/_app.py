@@ -28,7 +28,6 @@ from openenv_mcp.server.episodes._handlers import Handlers
 from openenv_mcp.server.episodes._runtime import LocalRef, LocalRuntime, Runtime
 from openenv_mcp.server.tools._catalog import build_tools
 from openenv_mcp.server.tools._direct import DirectCalls
-from openenv_mcp.server.tools._evaluate import bind_server
 from openenv_mcp.server.tools._tools import ModelTool, UnknownToolErrors
 from openenv_mcp.spec import EnvSpec
 
@@ -168,7 +167,7 @@ class EnvApp:
         """Add this environment's tools and resources to ``server``."""
         for tool in self.tools:
             server.add_tool(tool)
-        bind_server(self.tools, server)  # an eval in the server connects to it
+        self.handlers.server = server  # what an eval in the server connects to
         server.add_middleware(UnknownToolErrors(server))
         name = self.env_cls.name
         spec = json.dumps(self.spec_json())

@@ -8,7 +8,7 @@ it names over stdio, and follows one script, reading only the text of each resul
 ``--solve`` echoes the greeting, then says bye (the task succeeds); ``--quit`` says bye
 at once (it fails); ``--stall`` echoes once and leaves; ``--idle`` plays nothing;
 ``--fail`` plays nothing and exits with status 3; ``--sleep`` waits past any timeout.
-With ``--task ID`` the first reset names the task (a server without ``--task``).
+With ``--task ID`` the first reset names the task itself (as an agent told the id may).
 """
 
 from __future__ import annotations

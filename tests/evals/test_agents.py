@@ -367,7 +367,6 @@ async def test_a_harness_commands_run_is_judged_from_its_recording(
     tmp_path: Path, how: str, success: bool
 ) -> None:
     policy = HarnessPolicy(harness(how), "echo", tmp_path, timeout=WAIT)
-    assert policy.fixed_task  # serve --task: the agent's plain reset starts the task
     with anyio.fail_after(WAIT + 30):
         outcome = await policy.play(None, run_of("test", 2))
     assert outcome.error is None, outcome.messages
@@ -385,14 +384,12 @@ async def test_a_harness_eval_counts_successes_over_samples(tmp_path: Path) -> N
     assert report.scores()["pass@1"] == 1.0 and report.scores()["error_rate"] == 0.0
 
 
-async def test_without_serve_task_the_command_is_told_the_task(tmp_path: Path) -> None:
-    policy = HarnessPolicy(
-        harness("solve") + " --task {task}", "echo", tmp_path, timeout=WAIT, fixed_task=False
-    )
+async def test_the_command_may_name_the_task(tmp_path: Path) -> None:
+    policy = HarnessPolicy(harness("solve") + " --task {task}", "echo", tmp_path, timeout=WAIT)
     with anyio.fail_after(WAIT + 30):
         outcome = await policy.play(None, run_of("test", 3))
     assert outcome.success is True, outcome.messages
-    assert 'reset(options={"task": "echo-test-3"})' in outcome.messages[0]["content"]
+    assert "--task echo-test-3" in outcome.messages[0]["content"]
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,9 @@ class Handlers:
         self._unseeded = 0
         #: Whether rewards are served beside the env's own (``--reward``, ``env.rewards()``).
         self.rewarded = bool(settings.reward) or bool(type(prototype).serving.rewards)
+        #: The FastMCP server these handlers answer for, once mounted on it (the
+        #: ``evaluate`` tool's eval connects to it in memory).
+        self.server: Any = None
 
     def _default_seed(self) -> int | None:
         """``settings.seed``, then one more for each reset that passed no seed."""

@@ -57,7 +57,7 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
     if handlers.rewarded or (profile.trainer_tools and settings.record is not None):
         tools.append(_summary_tool(handlers))
     if profile.trainer_tools and spec.splits:
-        tools.append(evaluate_tool(spec))
+        tools.append(evaluate_tool(spec, handlers))
     taken = {t.name for t in tools}
     tools += [_env_tool(tool, handlers, spec) for tool in spec.tools if tool.name not in taken]
     taken = {t.name for t in tools}

@@ -14,10 +14,9 @@ call in its place).
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from openenv_mcp.errors import ArgumentError, UnknownTask, did_you_mean
 from openenv_mcp.registry import load_reference
@@ -25,16 +24,10 @@ from openenv_mcp.server.tools._results import Reply, text_block
 from openenv_mcp.server.tools._tools import Hints, ModelTool
 from openenv_mcp.spec import EnvSpec
 
-__all__ = [
-    "EVAL_RUNNER",
-    "MAX_RUNS",
-    "POLICIES",
-    "EvaluateArgs",
-    "EvaluateTool",
-    "bind_server",
-    "evaluate_tool",
-    "run_evaluate",
-]
+if TYPE_CHECKING:
+    from openenv_mcp.server.episodes._handlers import Handlers
+
+__all__ = ["EVAL_RUNNER", "MAX_RUNS", "POLICIES", "EvaluateArgs", "evaluate_tool", "run_evaluate"]
 
 log = logging.getLogger("openenv_mcp.server")
 
@@ -85,37 +78,16 @@ class EvaluateArgs(BaseModel):
     seed: int = Field(0, ge=0, description="The seed the policy's randomness derives from.")
 
 
-class Loopback:
-    """The FastMCP server the tool was mounted on: what its eval connects to."""
-
-    def __init__(self) -> None:
-        self.server: Any = None
-
-
-class EvaluateTool(ModelTool):
-    """The ``evaluate`` tool, which must know the server it is mounted on."""
-
-    loopback: Annotated[SkipJsonSchema[Any], Field(default_factory=Loopback, exclude=True)]
-
-
-def bind_server(tools: list[ModelTool], server: Any) -> None:
-    """Tell an ``evaluate`` tool among ``tools`` the server it is mounted on."""
-    for tool in tools:
-        if isinstance(tool, EvaluateTool):
-            tool.loopback.server = server
-
-
-def evaluate_tool(spec: EnvSpec) -> EvaluateTool:
-    """The ``evaluate`` tool of a server of ``spec``'s environment (one with splits)."""
+def evaluate_tool(spec: EnvSpec, handlers: Handlers) -> ModelTool:
+    """The ``evaluate`` tool of a server of ``spec``'s environment (one with splits); its
+    eval connects to the server ``handlers`` answer for."""
     names = [str(s["name"]) for s in spec.splits]
     sizes = ", ".join(f"{s['name']} ({s['tasks']} tasks)" for s in spec.splits)
 
-    loopback = Loopback()
-
     async def handler(args: EvaluateArgs) -> Reply:
-        return await run_evaluate(loopback.server, spec, args)
+        return await run_evaluate(handlers.server, spec, args)
 
-    tool = EvaluateTool.build(
+    return ModelTool.build(
         "evaluate",
         f"Evaluate a policy on a split of {spec.title}'s tasks, in the server: every task "
         "(the first limit) played samples times, scored as success rate and unbiased "
@@ -129,9 +101,6 @@ def evaluate_tool(spec: EnvSpec) -> EvaluateTool:
             "split": {"type": "string", "enum": names, "description": "The split to evaluate."}
         },
     )
-    assert isinstance(tool, EvaluateTool)
-    tool.loopback = loopback
-    return tool
 
 
 async def run_evaluate(server: Any, spec: EnvSpec, args: EvaluateArgs) -> Reply:
