@@ -44,6 +44,27 @@ _EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
 _SERVED = threading.Event()
 
 
+class _ProgressBar:
+    """A progress bar on stderr (stdout is the command's answer), made at the first
+    report of progress: ``progress(done, total)``."""
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, unit=self.unit, file=sys.stderr)
+        else:
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     message = message.rstrip()
     if not message.endswith((".", "?", "!")):
@@ -823,20 +844,10 @@ def collect(
     Environment options and server settings follow (`collect atari --out runs/b
     --game breakout --reward m:r`); a progress bar goes to stderr, a summary to stdout.
     """
-    from tqdm import tqdm
-
     from openenv_mcp.data.collect import CollectConfig, parse_env_args, run_collect
 
     _load(env)
-    bar: Any = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, initial=done, unit="episode", file=sys.stderr)
-        else:
-            bar.update(done - bar.n)
-
+    progress = _ProgressBar("episode")
     try:
         config = CollectConfig(
             env=env,
@@ -854,8 +865,7 @@ def collect(
     except OpenEnvError as exc:
         raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     typer.echo(json.dumps(result.as_dict()) if as_json else result.table())
 
 
@@ -968,34 +978,16 @@ def eval_command(
         return
     if env is None:
         raise _fail("eval needs ENV (an environment), or --compare OLD.json NEW.json")
+    from openenv_mcp.evals._files import EvalFiles
+    from openenv_mcp.evals._run import serve_command
+
     _load(env)
-    out = output or Path(f"eval-{env.replace(':', '_').replace('/', '_')}-{split}.json")
-    runs_file = out.with_name(out.name.removesuffix(".json") + ".runs.jsonl")
-    inspect_file = out.with_name(out.name.removesuffix(".json") + ".eval")
-    if not resume and (out.exists() or runs_file.exists()):
-        raise _fail(
-            f"{out if out.exists() else runs_file} exists: pass --resume to continue that eval, "
-            "or choose another --output"
-        )
-    folder = out.parent if str(out.parent) else Path(".")
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise _fail(f"cannot write the report to {out}: {folder} is not a writable folder")
+    files = EvalFiles.named(output, env, split)
     if server is not None and ctx.args:
         raise _fail(f"--server evaluates a running server as it is: leave out {' '.join(ctx.args)}")
-    bar: Any = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        from tqdm import tqdm
-
-        if bar is None:
-            bar = tqdm(total=total, initial=done, unit="run", file=sys.stderr)
-        else:
-            bar.update(done - bar.n)
-
+    progress = _ProgressBar("run")
     try:
-        from openenv_mcp.evals._run import serve_command
-
+        files.check(resume)
         target = server if server is not None else serve_command(env, list(ctx.args))
         report = evaluate_sync(
             target,
@@ -1009,7 +1001,7 @@ def eval_command(
             limit=limit,
             seed=seed,
             progress=progress,
-            runs_file=runs_file,
+            runs_file=files.runs,
             resume=resume,
             env_args=list(ctx.args),
             # What an agent policy takes (no local env behind --server).
@@ -1019,26 +1011,22 @@ def eval_command(
                 "api_key_env": api_key_env,
                 "env": None if server is not None else env,
                 "env_args": tuple(ctx.args),
-                "out": out.with_name(out.name.removesuffix(".json") + ".agents"),
+                "out": files.agents,
             },
         )
     except OpenEnvError as exc:
         raise _fail(str(exc), code=1 if isinstance(exc, ServerDied) else 2) from None
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     try:
-        report.write(out)
+        missing = files.write(report)
     except OSError as exc:
-        raise _fail(f"cannot write the report to {out}: {exc}", code=1) from None
-    try:
-        from openenv_mcp.evals._inspect import write_inspect_log
-
-        write_inspect_log(report, inspect_file)
-    except OpenEnvError as exc:  # inspect-ai not installed: the report stands without it
-        typer.echo(f"note: no Inspect log: {exc}", err=True)
+        raise _fail(f"cannot write the report to {files.report}: {exc}", code=1) from None
+    if missing is not None:
+        typer.echo(f"note: no Inspect log: {missing}", err=True)
     typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.table())
-    typer.echo(f"report: {out}; runs: {runs_file}; Inspect log: {inspect_file}", err=True)
+    logged = "" if missing is not None else f"; Inspect log: {files.inspect_log}"
+    typer.echo(f"report: {files.report}; runs: {files.runs}{logged}", err=True)
     if compare_to is not None:
         try:
             typer.echo(compare(compare_to, report.to_json()))
