@@ -5,6 +5,7 @@ scaffold), every wait bounded, every process stopped and reaped."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -34,19 +35,29 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, log: object, timeou
 
 
 @contextlib.contextmanager
-def openenv_server(app: str, cwd: Path = ROOT, port: int | None = None) -> Iterator[str]:
-    """``uvicorn APP`` (``module:app``) on a loopback port; yields its base URL."""
+def openenv_server(
+    app: str,
+    cwd: Path = ROOT,
+    port: int | None = None,
+    *,
+    python: str | os.PathLike[str] = sys.executable,
+    env: dict[str, str] | None = None,
+    timeout: float = OPENENV_START_TIMEOUT,
+) -> Iterator[str]:
+    """``uvicorn APP`` (``module:app``) on a loopback port, run by ``python`` with the
+    environment ``env`` (this process's by default); yields its base URL."""
     port = port or free_port()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", app, "--port", str(port), "--log-level", "warning"],
+            [str(python), "-m", "uvicorn", app, "--port", str(port), "--log-level", "warning"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
             cwd=cwd,
+            env=env,
         )
         try:
-            wait_listening(proc, port, log, OPENENV_START_TIMEOUT)
+            wait_listening(proc, port, log, timeout)
             yield f"http://127.0.0.1:{port}"
         finally:
             stop(proc)

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.openenv_procs import wait_listening
-from tests.servers import ROOT, free_port, stop
+from tests.openenv_procs import openenv_server
+from tests.servers import ROOT
 
 SIDE = "openenv-0.10"
 #: OpenEnv 0.10 imports gradio and more at start: seconds, on a busy machine many.
@@ -59,26 +59,14 @@ def task_server(spec: dict[str, Any]) -> Iterator[str]:
     """OpenEnv 0.10's own server (``create_app``) of tests/openenv_task_app.py over
     ``spec``'s tasks, on a loopback port; yields its base URL."""
     python = side_python()
-    port = free_port()
-    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
+    with tempfile.TemporaryDirectory() as folder:
         tasks = Path(folder) / "tasks.json"
         tasks.write_text(json.dumps(spec))
         env = {**os.environ, "OPENENV_TASKS": str(tasks), "ENABLE_WEB_INTERFACE": "false"}
         env.pop("PYTHONPATH", None)
-        argv = [str(python), "-m", "uvicorn", "tests.openenv_task_app:app", "--port", str(port)]
-        proc = subprocess.Popen(
-            [*argv, "--log-level", "warning"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            cwd=ROOT,
-            env=env,
-        )
-        try:
-            wait_listening(proc, port, log, START_TIMEOUT)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            stop(proc)
+        app = "tests.openenv_task_app:app"
+        with openenv_server(app, python=python, env=env, timeout=START_TIMEOUT) as url:
+            yield url
 
 
 def run_side(script: str, *args: str, env: dict[str, str] | None = None) -> Any:

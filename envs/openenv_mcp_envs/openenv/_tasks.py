@@ -22,11 +22,11 @@ import asyncio
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from openenv_mcp.errors import ArgumentError
-from openenv_mcp.tasks import SPLIT_TYPES, Ending, Split, Task, TaskSet, UnknownTask
+from openenv_mcp.tasks import SPLIT_TYPES, Ending, LazyTasks, Split, Task, TaskSet, UnknownTask
 from openenv_mcp_envs.openenv._described import Limits
 from openenv_mcp_envs.openenv._local import Loaded
 from openenv_mcp_envs.openenv._remote import _Startup
@@ -95,7 +95,7 @@ class OpenEnvTasks(TaskSet):
                 )
             with self._lock:
                 self._sizes[split] = size
-        return _Paged(self, split, size)
+        return LazyTasks(size, lambda i: self._page(split, i // PAGE, size)[i % PAGE])
 
     def locate(self, task_id: str) -> tuple[str, int, Task]:
         split, _, index = task_id.rpartition("-")
@@ -110,6 +110,30 @@ class OpenEnvTasks(TaskSet):
     def success(self, task: Task, ending: Ending) -> bool:
         reward = ending.info.get(FINAL_REWARD)
         return isinstance(reward, (int, float)) and reward > 0
+
+    def _page(self, split: str, page: int, size: int) -> list[Task]:
+        """Page ``page`` of ``split`` (:data:`PAGE` tasks, one Task API call), the last
+        pages read kept."""
+        key = (split, page)
+        with self._lock:
+            found = self._pages.get(key)
+        if found is not None:
+            return found
+        start = page * PAGE
+        stop = min(start + PAGE, size)
+        specs = self._range(split, start, stop)
+        if not isinstance(specs, list) or len(specs) != stop - start:
+            got = len(specs) if isinstance(specs, list) else type(specs).__name__
+            raise ArgumentError(
+                f"{self.where}: get_task_range({split!r}, {start}, {stop}) "
+                f"answered {got} tasks, expected {stop - start}"
+            )
+        found = [self.make(split, start + i, spec) for i, spec in enumerate(specs)]
+        with self._lock:
+            if len(self._pages) >= _PAGES_KEPT:
+                self._pages.pop(next(iter(self._pages)))
+            self._pages[key] = found
+        return found
 
     def make(self, split: str, index: int, spec: Any) -> Task:
         """Our task of the remote's task ``spec`` (``index`` of ``split``)."""
@@ -126,63 +150,6 @@ class OpenEnvTasks(TaskSet):
 
 def _task_id(split: str, index: int) -> str:
     return f"{split}-{index:04d}"
-
-
-class _Paged(Sequence[Task]):
-    """A split's tasks, read a page (:data:`PAGE` tasks) at a time, the last pages kept."""
-
-    def __init__(self, owner: OpenEnvTasks, split: str, size: int) -> None:
-        self.owner, self.split, self.size = owner, split, size
-
-    def __len__(self) -> int:
-        return self.size
-
-    @overload
-    def __getitem__(self, index: int) -> Task: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Task]: ...
-    def __getitem__(self, index: int | slice) -> Task | Sequence[Task]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self.size)
-            if step != 1:
-                return [self[i] for i in range(start, stop, step)]
-            return self._read(start, stop)
-        if index < 0:
-            index += self.size
-        if not 0 <= index < self.size:
-            raise IndexError(index)
-        page = index // PAGE
-        return self._page(page)[index - page * PAGE]
-
-    def __iter__(self) -> Iterator[Task]:
-        return (self[i] for i in range(self.size))
-
-    def _page(self, page: int) -> list[Task]:
-        owner = self.owner
-        key = (self.split, page)
-        cache = owner._pages
-        with owner._lock:
-            found = cache.get(key)
-        if found is None:
-            start = page * PAGE
-            found = self._read(start, min(start + PAGE, self.size))
-            with owner._lock:
-                if len(cache) >= _PAGES_KEPT:
-                    cache.pop(next(iter(cache)))
-                cache[key] = found
-        return found
-
-    def _read(self, start: int, stop: int) -> list[Task]:
-        if stop <= start:
-            return []
-        specs = self.owner._range(self.split, start, stop)
-        if not isinstance(specs, list) or len(specs) != stop - start:
-            got = len(specs) if isinstance(specs, list) else type(specs).__name__
-            raise ArgumentError(
-                f"{self.owner.where}: get_task_range({self.split!r}, {start}, {stop}) "
-                f"answered {got} tasks, expected {stop - start}"
-            )
-        return [self.owner.make(self.split, start + i, s) for i, s in enumerate(specs)]
 
 
 class RemoteTasks(OpenEnvTasks):

@@ -11,26 +11,17 @@ import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
-from fastmcp import FastMCP
 from starlette.testclient import TestClient
 
 from openenv_mcp.server import build_server, get_app
 from openenv_mcp.server.faces import _openenv_tasks
-from openenv_mcp.server.faces._openenv import mount_openenv
-from openenv_mcp.server.transports._http import guarded_app
 from tests.door_env import DoorEnv
+from tests.server.faces.test_openenv_routes import ORIGIN, client, openenv_app
 
 pytestmark = pytest.mark.anyio
 
-ORIGIN = "http://127.0.0.1:8765"
 ROUTES = ("tasks", "num_tasks", "task", "task_range")
-
-
-def openenv_app(server: FastMCP, token: str | None = None) -> Any:
-    mount_openenv(server, get_app(server))
-    return guarded_app(server, "127.0.0.1", token)
 
 
 @pytest.fixture
@@ -38,10 +29,6 @@ async def echo() -> AsyncIterator[Any]:
     server = build_server("echo")
     yield openenv_app(server)
     await get_app(server).aclose()
-
-
-def client(app: Any, **kwargs: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=ORIGIN, **kwargs)
 
 
 async def test_the_task_set_listed_counted_and_read(echo: Any) -> None:
