@@ -11,13 +11,17 @@ import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
+from openenv_mcp.client import MCPEnvClient
+from openenv_mcp.registry import env_names
 from openenv_mcp.server import build_server, get_app
 from openenv_mcp.server.faces import _openenv_tasks
 from tests.door_env import DoorEnv
 from tests.server.faces.test_openenv_routes import ORIGIN, client, openenv_app
+from tests.servers import REQUIRED_OPTIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -215,3 +219,49 @@ async def test_the_token_guards_the_task_routes() -> None:
             assert ok.status_code == 200
     finally:
         await get_app(server).aclose()
+
+
+def _same_start(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Two resets' OpenEnv observations: ours (its ``observation``; the text names the
+    episode), or a namesake model's, the episode's handle aside."""
+    if "observation" in first:
+        return bool(first["observation"] == second["observation"])
+    return {k: v for k, v in first.items() if k != "episode_id"} == {
+        k: v for k, v in second.items() if k != "episode_id"
+    }
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Observations equal exactly: arrays element for element, dicts key by key."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+@pytest.mark.integration  # chess's engine and coding's sandbox are processes
+@pytest.mark.parametrize("env", [e for e in env_names() if e != "openenv"])
+async def test_every_bundled_env_serves_its_tasks_over_mcp_and_openenv(env: str) -> None:
+    server = build_server(env, **REQUIRED_OPTIONS.get(env, {}))
+    app = get_app(server)
+    try:
+        first = app.spec.splits[-1]  # the test split, where there is one
+        split, name = str(first["name"]), env
+        async with MCPEnvClient(server) as mcp:
+            tasks = await mcp.tasks(split)
+            assert len(tasks) == first["tasks"] > 0
+            starts = [await mcp.reset(options={"split": split, "index": 0}) for _ in range(2)]
+            assert starts[0][1]["task"]["id"] == tasks[0].id == starts[1][1]["task"]["id"]
+            # the same first observation, exactly (arrays and text alike)
+            assert _equal(starts[0][0], starts[1][0])
+        async with client(openenv_app(server)) as http:
+            splits = (await http.get(f"/openenv/{name}/splits")).json()
+            assert {"name": split, "type": first["type"]} in splits
+            task = await http.post(f"/openenv/{name}/task", json={"split": split, "index": 0})
+            assert task.json()["task"] == tasks[0].to_json()
+            resets = [
+                (await http.post("/openenv/reset", json={"split": split, "index": 0})).json()
+                for _ in range(2)
+            ]
+            assert _same_start(resets[0]["observation"], resets[1]["observation"])
+    finally:
+        await app.aclose()
