@@ -651,7 +651,7 @@ def bench(
     Environment options follow, e.g. `bench atari --game breakout`. Progress goes to stderr.
     `bench --vs openenv` compares with OpenEnv instead: MCP over the bridge against
     OpenEnv's own client on the same OpenEnv servers (echo, Atari), and our Atari over
-    --openenv against an Atari server on OpenEnv's stack ([openenv] extra).
+    --openenv against an Atari server on OpenEnv's stack (the openenv extra).
     """
     from openenv_mcp.bench import (
         BenchConfig,
