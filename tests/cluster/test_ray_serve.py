@@ -566,3 +566,22 @@ def test_a_client_at_its_cap_gets_room_from_its_idle_episodes_on_any_replica(
         f"third: room {waited:.1f} s later (each closes that client's idle episodes at its "
         "next report to the client ledger)"
     )
+
+
+def _echo_back(observation: Any, info: dict[str, Any]) -> str:
+    """Echo's tasks, solved: the greeting back, then "bye"."""
+    return str(observation) if info["step"] == 0 else "bye"
+
+
+def test_an_eval_runs_through_the_router(cluster: dict[str, Any]) -> None:
+    """`eval --server URL` of a Ray Serve deployment: the tasks listed through the router,
+    every run's calls at the replica holding its episode, every task judged."""
+    from openenv_mcp.evals import CallablePolicy, evaluate_sync
+
+    url = redeploy(cluster, "echo", 2)
+    report = evaluate_sync(
+        url, split="test", samples=2, k=(1, 2), policy=CallablePolicy(_echo_back, "echo back")
+    )
+    scores = report.scores()
+    assert (scores["pass@2"], scores["success_rate"], scores["error_rate"]) == (1.0, 1.0, 0.0)
+    assert len(report.runs) == 8 and scores["reproducible"] is True
