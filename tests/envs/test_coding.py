@@ -35,8 +35,8 @@ from openenv_mcp.options import parse_cli_options
 from openenv_mcp.server import ServerSettings, build_server, get_app
 from openenv_mcp_envs.coding import CodingConfig, CodingEnv, builtin_tasks, load_task_file
 from openenv_mcp_envs.coding._files import check_path, list_files, usage, write_file
+from openenv_mcp_envs.coding._problems import same_value
 from openenv_mcp_envs.coding._sandbox import UID_BASE, UID_SPAN
-from openenv_mcp_envs.coding._tasks import same_value
 from tests.server.test_fuzz import FUZZ, Target, fuzz_target, run_case
 from tests.servers import ROOT, ensure_installed, http_server, stdio_command
 from tests.test_independent_clients import call, http_target, inspector, node_tools  # noqa: F401

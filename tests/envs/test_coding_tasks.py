@@ -19,7 +19,7 @@ from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server import build_server
 from openenv_mcp.tasks import Ending, UnknownTask
 from openenv_mcp_envs.coding import CodingConfig, CodingEnv, builtin_tasks
-from openenv_mcp_envs.coding._taskset import CodingTasks, coding_tasks, split_of
+from openenv_mcp_envs.coding._tasks import CodingTasks, coding_tasks, split_of
 from tests.servers import ensure_installed
 
 #: Seconds any one MCP conversation here may take.

@@ -9,8 +9,8 @@ from openenv_mcp.environment import StepResult
 from openenv_mcp.narration import Narrated, Narration
 
 if TYPE_CHECKING:
+    from openenv_mcp_envs.coding._problems import Task
     from openenv_mcp_envs.coding._sandbox import Limits, Sandbox
-    from openenv_mcp_envs.coding._tasks import Task
 
 #: What an action is, for a model.
 ACTION_TEXT = (

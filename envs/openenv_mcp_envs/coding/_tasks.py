@@ -1,146 +1,100 @@
-"""Programming tasks: a prompt, the function to write, and hidden tests (inputs and expected
-outputs as JSON). The package ships a small set (``openenv_mcp_envs/coding/tasks/*.json``);
-``--task-file`` reads more in the same format."""
+"""The coding env's task set: its programming tasks in train, validation and test splits.
+
+The tasks are the ones the server serves (the built-in set, or ``--task-file``'s); a
+task's id is its own name, so ``reset(options={"task": "fizzbuzz"})`` starts it as it
+always did. Each task's split comes from its name alone: the SHA-256 of the name (UTF-8),
+read as a big-endian integer, modulo 10, puts it in ``train`` (0-5),
+``validation`` (6-7) or ``test`` (8-9). A task keeps its split whatever other tasks a
+file holds, and adding a task never moves another (the built-in 13: 8 train, 2
+validation, 3 test). A split is listed in name order; an empty one is left out.
+
+A task's ``data`` is what the agent may read before playing it: its title, prompt,
+function name and signature, and how many hidden tests there are; never the tests.
+Success is passing every hidden test: the episode ended (``terminated``) on a test run
+whose score was 1.0.
+"""
 
 from __future__ import annotations
 
-import json
-import math
-from importlib import resources
-from pathlib import Path
-from typing import Any
+import functools
+import hashlib
+from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from openenv_mcp.errors import did_you_mean
+from openenv_mcp.tasks import SPLIT_TYPES, Ending, Split, SplitType, Task, TaskSet, UnknownTask
+from openenv_mcp_envs.coding._problems import Task as Problem
 
-from openenv_mcp.errors import ArgumentError
-
-__all__ = ["MAX_TESTS", "Task", "TestCase", "builtin_tasks", "load_task_file", "same_value"]
-
-#: Most tests one task may have (the observation's counters are sized by it).
-MAX_TESTS = 200
-#: Longest prompt (characters).
-MAX_PROMPT = 4000
-#: Largest JSON of one task's test inputs: they travel to the sandbox on its command line.
-MAX_INPUTS_JSON = 100_000
+__all__ = ["CodingTasks", "coding_tasks", "split_of"]
 
 
-class TestCase(BaseModel):
-    """One hidden test: call the entry point with ``args``/``kwargs``, expect ``expected``."""
-
-    model_config = ConfigDict(extra="forbid")
-    __test__ = False  # not a pytest class
-
-    args: list[Any] = Field(default_factory=list, description="Positional arguments (JSON).")
-    kwargs: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments (JSON).")
-    expected: Any = Field(description="The expected return value (JSON).")
+def split_of(name: str) -> SplitType:
+    """The split of the task named ``name``: its name's SHA-256 modulo 10, 0-5 train,
+    6-7 validation, 8-9 test."""
+    bucket = int.from_bytes(hashlib.sha256(name.encode()).digest(), "big") % 10
+    return "train" if bucket < 6 else "validation" if bucket < 8 else "test"
 
 
-class Task(BaseModel):
-    """A programming task: write ``entry_point`` in ``solution.py``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$", description="Unique name.")
-    title: str = Field("", max_length=100)
-    prompt: str = Field(min_length=1, max_length=MAX_PROMPT)
-    entry_point: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-    signature: str = Field("", max_length=400, description="The function's def line.")
-    tests: list[TestCase] = Field(min_length=1, max_length=MAX_TESTS)
-
-    @field_validator("tests")
-    @classmethod
-    def _inputs_fit(cls, tests: list[TestCase]) -> list[TestCase]:
-        size = len(json.dumps([[t.args, t.kwargs] for t in tests]))
-        if size > MAX_INPUTS_JSON:
-            raise ValueError(f"test inputs take {size} bytes of JSON; at most {MAX_INPUTS_JSON}")
-        return tests
-
-    def inputs_json(self) -> str:
-        """The tests' inputs (never their expected values) as JSON, for the sandbox."""
-        return json.dumps([[t.args, t.kwargs] for t in self.tests])
-
-    def call_text(self, index: int, limit: int = 120) -> str:
-        """``name(args...)`` of test ``index``, cut to ``limit`` characters."""
-        test = self.tests[index]
-        parts = [json.dumps(a) for a in test.args]
-        parts += [f"{k}={json.dumps(v)}" for k, v in test.kwargs.items()]
-        text = f"{self.entry_point}({', '.join(parts)})"
-        return text if len(text) <= limit else text[: limit - 3] + "..."
-
-    def starter(self) -> str:
-        """The stub written to ``solution.py`` at reset."""
-        signature = self.signature or f"def {self.entry_point}(*args):"
-        return f"{signature}\n    raise NotImplementedError\n"
+def _task(problem: Problem) -> Task:
+    return Task(
+        problem.name,
+        options={"task": problem.name},
+        data={
+            "title": problem.title,
+            "prompt": problem.prompt,
+            "entry_point": problem.entry_point,
+            "signature": problem.signature,
+            "tests": len(problem.tests),
+        },
+    )
 
 
-def _read(text: str, where: str) -> list[Task]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ArgumentError(f"{where}: not valid JSON ({exc})") from None
-    if isinstance(data, dict) and "tasks" in data:
-        data = data["tasks"]
-    items = data if isinstance(data, list) else [data]
-    tasks = []
-    for i, item in enumerate(items):
-        try:
-            tasks.append(Task.model_validate(item))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            at = ".".join(str(p) for p in first["loc"]) or "task"
-            raise ArgumentError(
-                f"{where}: task {i} is not a task ({at}: {first['msg']}); expected an object "
-                "with name, prompt, entry_point and tests [{args, kwargs?, expected}]"
-            ) from None
-    if not tasks:
-        raise ArgumentError(f"{where}: no tasks in it")
-    names = [t.name for t in tasks]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ArgumentError(f"{where}: task names must be unique, repeated: {repeated}")
-    return tasks
+class CodingTasks(TaskSet):
+    """The served tasks in the splits :func:`split_of` gives them.
 
+    Args:
+        problems: the tasks, each once (by name).
+    """
 
-def builtin_tasks() -> list[Task]:
-    """The tasks shipped with the package, by name."""
-    folder = resources.files("openenv_mcp_envs.coding") / "tasks"
-    tasks: list[Task] = []
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".json"):
-            tasks += _read(
-                entry.read_text(encoding="utf-8"), f"openenv_mcp_envs/coding/tasks/{entry.name}"
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        grouped: dict[str, list[Task]] = {kind: [] for kind in SPLIT_TYPES}
+        for problem in sorted(problems, key=lambda p: p.name):
+            grouped[split_of(problem.name)].append(_task(problem))
+        self._tasks = {kind: tasks for kind, tasks in grouped.items() if tasks}
+        self._splits = [Split(kind, kind) for kind in SPLIT_TYPES if kind in self._tasks]
+        self._where = {
+            task.id: (kind, index)
+            for kind, tasks in self._tasks.items()
+            for index, task in enumerate(tasks)
+        }
+
+    def splits(self) -> Sequence[Split]:
+        return self._splits
+
+    def tasks(self, split: str) -> Sequence[Task]:
+        return self._tasks[self.split(split).name]
+
+    def locate(self, task_id: str) -> tuple[str, int, Task]:
+        found = self._where.get(task_id) if isinstance(task_id, str) else None
+        if found is None:
+            shown = str(task_id)[:60]
+            raise UnknownTask(
+                f"no task {shown!r}.{did_you_mean(shown, self._where)} Tasks: "
+                f"{', '.join(sorted(self._where))}"
             )
-    return sorted(tasks, key=lambda t: t.name)
+        split, index = found
+        return split, index, self._tasks[split][index]
+
+    def success(self, task: Task, ending: Ending) -> bool:
+        score = ending.info.get("score")
+        return ending.terminated and isinstance(score, (int, float)) and score >= 1.0
 
 
-def load_task_file(path: str) -> list[Task]:
-    """Tasks from a JSON file: one task, a list of them, or ``{"tasks": [...]}``."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ArgumentError(f"--task-file {path!r} cannot be read: {exc.strerror}") from None
-    return sorted(_read(text, f"--task-file {file.name}"), key=lambda t: t.name)
+def coding_tasks(problems: Sequence[Problem]) -> CodingTasks:
+    """The task set of ``problems`` (one per set of tasks, shared by every episode that
+    serves the same tasks)."""
+    return _by_json(tuple(p.model_dump_json() for p in problems))
 
 
-def same_value(got: Any, expected: Any) -> bool:
-    """JSON values equal, strictly: ``True`` is not ``1``; numbers within 1e-9."""
-    if isinstance(expected, bool) or isinstance(got, bool):
-        return type(got) is type(expected) and got == expected
-    if isinstance(expected, (int, float)) and isinstance(got, (int, float)):
-        if isinstance(expected, int) and isinstance(got, int):
-            return got == expected
-        return math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9)
-    if isinstance(expected, list):
-        return (
-            isinstance(got, list)
-            and len(got) == len(expected)
-            and all(same_value(g, e) for g, e in zip(got, expected, strict=True))
-        )
-    if isinstance(expected, dict):
-        return (
-            isinstance(got, dict)
-            and got.keys() == expected.keys()
-            and all(same_value(got[k], expected[k]) for k in expected)
-        )
-    return type(got) is type(expected) and bool(got == expected)
+@functools.cache
+def _by_json(problems: tuple[str, ...]) -> CodingTasks:
+    return CodingTasks([Problem.model_validate_json(p) for p in problems])

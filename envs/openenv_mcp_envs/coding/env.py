@@ -5,7 +5,7 @@ episode's working directory, or run the task's hidden tests on ``solution.py``; 
 observation is the run's stdout, stderr and exit code and the test report; the reward comes
 from the fraction of tests passed. Every run is sandboxed (:mod:`openenv_mcp_envs.coding._sandbox`).
 
-The served tasks are also a task set (:mod:`openenv_mcp_envs.coding._taskset`): train,
+The served tasks are also a task set (:mod:`openenv_mcp_envs.coding._tasks`): train,
 validation and test splits fixed by each task's name, a task's id its name, success
 every hidden test passed.
 """
@@ -38,15 +38,15 @@ from openenv_mcp_envs.coding._files import (
 )
 from openenv_mcp_envs.coding._narration import ACTION_TEXT, CodingNarration
 from openenv_mcp_envs.coding._openenv import CodingModels
-from openenv_mcp_envs.coding._sandbox import INSIDE_DIR, UNSAFE, Limits, RunResult, Sandbox
-from openenv_mcp_envs.coding._tasks import (
+from openenv_mcp_envs.coding._problems import (
     MAX_TESTS,
     Task,
     builtin_tasks,
     load_task_file,
     same_value,
 )
-from openenv_mcp_envs.coding._taskset import coding_tasks
+from openenv_mcp_envs.coding._sandbox import INSIDE_DIR, UNSAFE, Limits, RunResult, Sandbox
+from openenv_mcp_envs.coding._tasks import coding_tasks
 from openenv_mcp_envs.coding._workdir import Workdir
 
 __all__ = ["CodingConfig", "CodingEnv", "CodingSnapshot"]
