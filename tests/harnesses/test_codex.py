@@ -355,4 +355,4 @@ def test_open_world_tools_need_approval_in_codex_exec(cli: Codex) -> None:
     assert approved.returncode == 0, approved
     ((texts, _),) = approved.outputs().values()
     assert not any(REFUSED in t for t in texts) and any("episode" in t for t in texts), texts
-    assert re.search(r"ep_\w+", " ".join(texts)), texts
+    assert re.search(r"ep_[\w-]+", " ".join(texts)), texts
