@@ -421,9 +421,11 @@ class Session:
         Raises:
             UnknownTask: the env has no tasks, or no such split (naming its splits).
         """
-        names = [str(s["name"]) for s in self.splits]
+        splits = self.splits
+        names = [str(s["name"]) for s in splits]
         if split not in names:
-            have = f"Splits: {', '.join(names)}" if names else "It publishes no tasks."
+            listed = ", ".join(f"{s['name']} ({s['tasks']} tasks)" for s in splits)
+            have = f"Splits: {listed}" if names else "It publishes no tasks."
             raise UnknownTask(
                 f"{self.server_spec.name} has no split {split!r}."
                 f"{did_you_mean(str(split), names)} {have}"

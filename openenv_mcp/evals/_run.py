@@ -34,7 +34,7 @@ import anyio.abc
 from openenv_mcp._util.interpreter import python_command
 from openenv_mcp._util.version import __version__
 from openenv_mcp.client import Session
-from openenv_mcp.errors import ArgumentError, ServerDied, did_you_mean
+from openenv_mcp.errors import ArgumentError, ServerDied
 from openenv_mcp.evals._policies import observation_digest, policy_from_spec
 from openenv_mcp.evals._policy import EvalPolicy, TaskOutcome, TaskRun
 from openenv_mcp.evals._report import HARNESS_NAME, EvalReport, RunRecord
@@ -123,14 +123,13 @@ def library_versions() -> dict[str, str]:
 # -- the tasks -------------------------------------------------------------------------------
 
 
-def _split_sizes(session: Session) -> dict[str, int]:
+def _require_tasks(session: Session) -> None:
     spec = session.server_spec
     if not spec.splits:
         raise ArgumentError(
             f"{spec.name} publishes no tasks (its task_set() is None), so there is nothing to "
             "evaluate: eval needs an environment with task splits"
         )
-    return {str(s["name"]): int(s.get("tasks", 0)) for s in spec.splits}
 
 
 async def list_tasks(
@@ -142,12 +141,7 @@ async def list_tasks(
         ArgumentError: the env has no tasks, no such split (naming the splits there are),
             or the split is empty.
     """
-    sizes = _split_sizes(session)
-    if split not in sizes:
-        raise ArgumentError(
-            f"{session.server_spec.name} has no split {split!r}.{did_you_mean(split, sizes)} "
-            f"Splits: {', '.join(f'{name} ({size} tasks)' for name, size in sizes.items())}"
-        )
+    _require_tasks(session)
     tasks = [task.to_json() for task in await session.tasks(split)][:limit]
     if not tasks:
         raise ArgumentError(f"split {split!r} of {session.server_spec.name} has no tasks")
