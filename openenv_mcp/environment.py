@@ -29,6 +29,8 @@ and, where they apply, ``render`` (with ``render_mode = "rgb_array"``), ``close`
   events) are a facet of their own, :class:`openenv_mcp.narration.Narration`;
 * the tasks it is trained and evaluated on (splits of tasks, and its rule for
   success) are another, :class:`openenv_mcp.tasks.TaskSet`, from :meth:`task_set`;
+* a game of several players, each a seat its own client drives, is a third,
+  :class:`openenv_mcp.seats.SeatedGame`, from :meth:`seated_game`;
 * ``state``, ``parse_action`` and ``metadata`` have defaults that fit most envs.
 
 ``info["action_mask"]`` (Gymnasium's convention) marks the actions legal next,
@@ -55,6 +57,7 @@ from openenv_mcp.options import format_validation_error
 from openenv_mcp.spaces import decode, space_to_json, value_schema
 
 if TYPE_CHECKING:
+    from openenv_mcp.seats import SeatedGame
     from openenv_mcp.tasks import TaskSet
 
 __all__ = [
@@ -446,6 +449,21 @@ class Environment(ABC, Generic[ConfigT]):
         with ``options={"split": ..., "index": ...}`` or ``options={"task": ID}``. Called
         on every instance that starts a task: keep it cheap (build once per config).
         """
+        return None
+
+    def observe(self) -> tuple[Any, dict[str, Any]] | None:
+        """The observation and info now, for an env whose state moves between this
+        episode's own steps (a seat of a shared game, while the others move); ``None``
+        (the default): the last ``reset`` or ``step`` still stands. ``state`` calls it."""
+        return None
+
+    def seated_game(self) -> SeatedGame | None:
+        """A new game of this environment's players, each a seat a client drives
+        (:class:`openenv_mcp.seats.SeatedGame`), or ``None`` where the game has one player.
+
+        ``serve ENV --seats`` serves it: every player (or those named) a seat of its own,
+        the rest played by the env's built-in opponents. Called once per table, on the
+        server's prototype instance, with the env's config."""
         return None
 
     # -- snapshots (GRPO forks): implement both, or neither ----------------------------

@@ -24,6 +24,7 @@ __all__ = [
     "EpisodeLost",
     "EpisodeRequired",
     "InvalidAction",
+    "NotYourTurn",
     "OpenEnvError",
     "RecordingFailed",
     "ResetNeeded",
@@ -96,6 +97,11 @@ class UnknownSnapshot(UnknownEpisode):
 
 class EpisodeRequired(OpenEnvError):
     """The transport serves many clients, so the call must name its episode."""
+
+
+class NotYourTurn(OpenEnvError):
+    """A seat acted out of turn and its turn did not come within the wait (the message
+    says whose turn it is); nothing was applied."""
 
 
 class ServerFull(OpenEnvError):

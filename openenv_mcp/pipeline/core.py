@@ -82,6 +82,9 @@ class EnvCore(Layer):
 
     def look(self, op: Look) -> Moment:
         state = self.episode
+        fresh = state.env.observe() if state.status != "new" else None
+        if fresh is not None:  # a seat: the others moved since its last step
+            self._observe(*fresh)
         state.info.update(to_jsonable(dict(state.env.state())))
         return self._moment()
 

@@ -21,6 +21,7 @@ from openenv_mcp.errors import ArgumentError, RecordingFailed, UnknownTask
 from openenv_mcp.pipeline import PipelineOptions
 from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
+from openenv_mcp.seats import SeatEnv
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._tasks import mount_tasks
 from openenv_mcp.server.episodes._episodes import EpisodeTable
@@ -86,7 +87,9 @@ class EnvApp:
             },
         )
         runtime: Runtime
-        if settings.workers:
+        if settings.seats is not None:
+            runtime = self._seat_runtime(options)
+        elif settings.workers:
             from openenv_mcp.server.episodes._workers import WorkerRuntime
 
             runtime = WorkerRuntime(
@@ -115,6 +118,28 @@ class EnvApp:
         self.table = EpisodeTable(runtime, settings)
         self.handlers = Handlers(self.table, settings, self.prototype)
         self.tools: list[ModelTool] = build_tools(self.spec, self.handlers, settings)
+
+    def _seat_runtime(self, options: PipelineOptions) -> Runtime:
+        """Where seats live: every seat of a game in this process (they share its game),
+        each call on a thread of its own (a seat waits there for its turn)."""
+        settings = self.settings
+        if settings.workers:
+            raise ArgumentError(
+                f"--seats {settings.seats} with --workers {settings.workers}: the seats of a "
+                "game share it in one process; leave --workers out"
+            )
+        if settings.turn_timeout + 5 > settings.call_timeout:
+            raise ArgumentError(
+                f"--turn-timeout {settings.turn_timeout:g} must be at least 5 s below "
+                f"--call-timeout {settings.call_timeout:g} (a seat answers within its call)"
+            )
+        prototype, timeout = self.prototype, settings.call_timeout
+        return LocalRuntime(
+            lambda: SeatEnv(prototype, timeout),
+            threads=True,
+            call_timeout=timeout,
+            options=options,
+        )
 
     @staticmethod
     def _record_dir(record: str) -> Path:

@@ -41,6 +41,7 @@ __all__ = [
     "Limits",
     "Recording",
     "Runtime",
+    "Seating",
     "ServerSettings",
     "Tools",
     "flat_fields",
@@ -281,6 +282,30 @@ class EpisodeHost(_Group):
     )
 
 
+class Seating(_Group):
+    """Games of several players with every player (or those named) a seat its own client
+    drives (:mod:`openenv_mcp.seats`): ``reset`` hands out one handle per seat, ``join``
+    takes an open one; the others are the env's built-in opponents."""
+
+    panel: ClassVar[str] = "Seats"
+
+    seats: str | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="Make players seats clients drive: 'all', or seat names by comma "
+        "(player_0; white): the rest are the env's built-in opponents. Default: one "
+        "agent against them, as the env serves it.",
+    )
+    turn_timeout: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds a seat's call waits for its turn (and, after its move, for "
+        "its next turn) before it answers; bounded by call_timeout.",
+    )
+
+
 #: The groups, by their attribute on :class:`ServerSettings`.
 GROUPS: dict[str, type[_Group]] = {
     "tools": Tools,
@@ -290,6 +315,7 @@ GROUPS: dict[str, type[_Group]] = {
     "recording": Recording,
     "http": HttpLimits,
     "episode_host": EpisodeHost,
+    "seating": Seating,
 }
 #: Flat name -> (group, field in it).
 _FLAT: dict[str, tuple[str, str]] = {
@@ -323,6 +349,7 @@ class ServerSettings(BaseModel):
     recording: Recording = Field(default_factory=Recording)
     http: HttpLimits = Field(default_factory=HttpLimits)
     episode_host: EpisodeHost = Field(default_factory=EpisodeHost)
+    seating: Seating = Field(default_factory=Seating)
 
     def __init__(self, **data: Any) -> None:
         """Groups or flat names, as keyword arguments (see the class)."""
@@ -386,6 +413,8 @@ class ServerSettings(BaseModel):
         http_max_header_bytes: int
         http_keep_alive: float
         episode_host_idle: float
+        seats: str | None
+        turn_timeout: float
 
 
 def _flat_property(attr: str, name: str) -> property:

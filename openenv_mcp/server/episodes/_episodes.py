@@ -231,6 +231,8 @@ class EpisodeTable:
         self.made = 0
         #: Each task's ended episodes and successes (the ``task-stats`` resource).
         self.task_ledger = TaskLedger()
+        #: Called with each closed episode's handle (a table of seats forgets its seat).
+        self.closers: list[Callable[[str], None]] = []
 
     # -- lookup ----------------------------------------------------------------------
 
@@ -558,6 +560,8 @@ class EpisodeTable:
             await self.runtime.discard(episode.ref)
         if self.feed is not None:
             self.feed.closed_episode(episode_id)
+        for closer in self.closers:
+            closer(episode_id)
 
     async def close_all(self) -> None:
         """Close every episode (server shutdown)."""

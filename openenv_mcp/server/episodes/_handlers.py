@@ -10,9 +10,12 @@ as tools.
 
 from __future__ import annotations
 
+import time
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from typing import Any
+
+import anyio.to_thread
 
 from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import Environment, EnvTool
@@ -36,6 +39,7 @@ from openenv_mcp.server.episodes._episodes import (
     current_caller,
     current_run,
 )
+from openenv_mcp.server.episodes._seats import Tables
 from openenv_mcp.server.tools._results import Reply, error_text, json_reply, text_block
 from openenv_mcp.tasks import TASK_OPTIONS
 from openenv_mcp.transports import is_shared
@@ -112,6 +116,10 @@ class Handlers:
         #: The FastMCP server these handlers answer for, once mounted on it (the
         #: ``evaluate`` tool's eval connects to it in memory).
         self.server: Any = None
+        #: The games of seats, where the server serves seats (``--seats``).
+        self.tables: Tables | None = (
+            Tables(table, settings, prototype) if settings.seats is not None else None
+        )
 
     def _default_seed(self) -> int | None:
         """``settings.seed``, then one more for each reset that passed no seed."""
@@ -152,6 +160,8 @@ class Handlers:
             )
         table = self.table
         table.check_route(getattr(args, "shard", None), [args.episode_id, from_snapshot])
+        if self.tables is not None:
+            return await self._reset_seats(args)
         snapshot = table.get_snapshot(from_snapshot) if from_snapshot else None
         caller = _caller(table)
         new = getattr(args, "new_episode", False)
@@ -179,6 +189,58 @@ class Handlers:
             raise
         return self._reply(outcome)
 
+    async def _reset_seats(self, args: Any) -> Reply:
+        """Start a game of seats (``--seats``): the seats it claims, each an episode."""
+        assert self.tables is not None
+        if getattr(args, "from_snapshot", None) is not None:
+            raise ArgumentError("reset: from_snapshot is not served with seats")
+        seed, options = self._start(args.seed, args.options)
+        reset = Reset(
+            seed,
+            options,
+            self._frames(getattr(args, "frames", None)),
+            None,
+            tuple(getattr(args, "extras", None) or ()),
+        )
+        handle = args.episode_id
+        reply = await self.tables.reset(
+            handle, getattr(args, "seats", None), reset, _caller(self.table)
+        )
+        return self._reply(reply)
+
+    async def join(self, args: Any) -> Reply:
+        """Take an open seat of a game of seats (``--seats``)."""
+        if self.tables is None:
+            raise ArgumentError("join: this server serves no seats (serve ENV --seats ...)")
+        return self._reply(
+            await self.tables.join(
+                args.table_id, args.seat, self._frames(None), _caller(self.table)
+            )
+        )
+
+    async def wait_turn(self, episode_id: str | None) -> None:
+        """Wait (bounded) until it is a seat's turn or its game is over."""
+        if self.tables is None:
+            return
+        episode = self.table.resolve(episode_id, _caller(self.table))
+        found = self.tables.of_episode(episode.id)
+        if found is None:
+            return
+        table, agent = found
+        budget = min(table.turn_timeout, self.settings.call_timeout - 5)
+        await anyio.to_thread.run_sync(
+            table.wait_turn, agent, time.monotonic() + budget, abandon_on_cancel=True
+        )
+
+    def _seat_wait(self, episode: Episode, wait: bool | None) -> None:
+        """Whether a seat's step waits for its next turn (``None``: as before, waiting)."""
+        if self.tables is None:
+            return
+        found = self.tables.of_episode(episode.id)
+        if found is not None:
+            table, agent = found
+            table.seats[agent].waits = True if wait is None else wait
+
     async def step(
         self,
         episode_id: str | None,
@@ -186,10 +248,12 @@ class Handlers:
         frames: Frames | None,
         repeat: int = 1,
         extras: tuple[str, ...] = (),
+        wait: bool | None = None,
     ) -> Reply:
         """Advance an episode by one action (held for ``repeat`` steps)."""
         async with self.table.locked(episode_id, _caller(self.table)) as episode:
             self.table.require_sound(episode)
+            self._seat_wait(episode, wait)
             step = Step(action, self._frames(frames), repeat, extras)
             outcome = await self.table.call(episode, step)
             return self._reply(outcome)

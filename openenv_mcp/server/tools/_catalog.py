@@ -31,6 +31,7 @@ from openenv_mcp.server.tools._args import (
 )
 from openenv_mcp.server.tools._evaluate import evaluate_tool
 from openenv_mcp.server.tools._results import episode_output_schema
+from openenv_mcp.server.tools._seats import seat_output_schema, seat_tools
 from openenv_mcp.server.tools._tools import ACTS, LOOKS, TIDIES, Handler, Hints, ModelTool
 from openenv_mcp.sharding import ROUTE_TOKEN
 from openenv_mcp.spaces import NamedDiscrete, ToolCalls
@@ -53,6 +54,8 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
     """Every tool a server of ``spec``'s environment lists, for its profile."""
     profile = settings.shape
     output = episode_output_schema(spec) if profile.structured else None
+    if output is not None and handlers.tables is not None:
+        output = seat_output_schema(output)
     tools = _episode_tools(spec, handlers, output, trainer=profile.trainer_tools)
     if handlers.rewarded or (profile.trainer_tools and settings.record is not None):
         tools.append(_summary_tool(handlers))
@@ -74,6 +77,8 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
     ):
         args = ActionArgs if profile.trainer_tools else AgentActionArgs
         tools += _per_action_tools(spec, handlers, {t.name for t in tools}, output, args)
+    if handlers.tables is not None:
+        tools = seat_tools(tools, spec, handlers)
     for tool in tools:
         _mark_route(tool.parameters, sharded=settings.shard is not None)
         _trainer_fields(tool.parameters, spec)
