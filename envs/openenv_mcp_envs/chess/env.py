@@ -53,6 +53,9 @@ from openenv_mcp_envs.chess._openenv import ChessModels
 from openenv_mcp_envs.chess._render import diagram, draw_board
 from openenv_mcp_envs.chess._tasks import chess_tasks
 
+if TYPE_CHECKING:
+    from openenv_mcp.seats import SeatedGame
+
 __all__ = ["MAX_ACTION", "ChessConfig", "ChessEnv", "ChessSnapshot"]
 
 log = logging.getLogger(__name__)
@@ -347,6 +350,13 @@ class ChessEnv(Environment[ChessConfig]):
             return cfg.engine
         found = cfg.stockfish_path or find_stockfish(None)
         return "stockfish" if found else "builtin"
+
+    def seated_game(self) -> SeatedGame:
+        """Chess with seats, White and Black (:class:`~openenv_mcp_envs.chess._seats.ChessGame`):
+        this env's rules, draws and move cap; its opponent plays a seat no client takes."""
+        from openenv_mcp_envs.chess._seats import ChessGame  # it imports this module
+
+        return ChessGame(self.config)
 
     def tools(self) -> list[EnvTool]:
         return [
