@@ -43,12 +43,20 @@ def check_opponent(game: Any, kind: str, simulations: int, rollouts: int, uct_c:
     """Refuse an opponent that cannot play ``game``, saying why (tried on its first decision).
 
     Raises:
-        ArgumentError: MCTS on a game without terminal-only rewards, or on an
-            imperfect-information game whose states cannot resample hidden information.
+        ArgumentError: MCTS on a simultaneous-move game, on a game without terminal-only
+            rewards, or on an imperfect-information game whose states cannot resample
+            hidden information.
     """
     if kind != "mcts" or game.num_players() < 2:
         return
     name = game.get_type().short_name
+    if game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+        raise ArgumentError(
+            f"opponent 'mcts' cannot play {name!r}: it is a simultaneous-move game (every "
+            "player acts at once), and OpenSpiel's MCTS searches one player's turn at a time; "
+            "use --opponent random or first_legal, or make it turn-based: "
+            f"--game 'turn_based_simultaneous_game(game={name}())'"
+        )
     if game.get_type().reward_model != pyspiel.GameType.RewardModel.TERMINAL:
         raise ArgumentError(
             f"opponent 'mcts' cannot play {name!r}: OpenSpiel's MCTS needs rewards only at the "
@@ -82,13 +90,27 @@ def choose(
     simulations: int,
     rollouts: int,
     uct_c: float,
+    player: int | None = None,
 ) -> int:
-    """The action of an opponent of ``kind`` moving in ``state`` (drawing from ``rng``)."""
-    legal = state.legal_actions()
+    """The action of an opponent of ``kind`` moving in ``state`` (drawing from ``rng``):
+    the player to move's, or ``player``'s part of a joint move at a simultaneous node
+    (random and first_legal only: MCTS plays turn by turn).
+
+    Raises:
+        ArgumentError: MCTS asked for a part of a joint move.
+    """
+    simultaneous = bool(state.is_simultaneous_node())
+    if simultaneous and player is None:
+        raise ArgumentError("a simultaneous-move node: say whose part of the joint move to choose")
+    legal = state.legal_actions(player) if simultaneous else state.legal_actions()
     if kind == "first_legal":
         return int(legal[0])
     if kind == "random" or len(legal) == 1:
         return int(legal[rng.randint(len(legal))])
+    if simultaneous:
+        raise ArgumentError(
+            "opponent 'mcts' cannot choose a part of a simultaneous move: use random or first_legal"
+        )
     if _perfect(game):
         evaluator = mcts.RandomRolloutEvaluator(n_rollouts=rollouts, random_state=rng)
         bot = mcts.MCTSBot(game, uct_c, simulations, evaluator, solve=True, random_state=rng)

@@ -59,20 +59,18 @@ def _types() -> dict[str, Any]:
 
 
 def why_unsupported(game_type: Any) -> str | None:
-    """Why a game of this type cannot be served turn by turn, or ``None`` if it can."""
-    if game_type.dynamics == _Dynamics.SIMULTANEOUS:
-        return (
-            "it is a simultaneous-move game (every player acts at once, so there is no single "
-            "agent turn); wrap it to make it turn-based: "
-            f"--game 'turn_based_simultaneous_game(game={game_type.short_name}())'"
-        )
+    """Why a game of this type cannot be served, or ``None`` if it can (sequential turns,
+    or simultaneous moves: the agent's action is its part of each joint move)."""
     if game_type.dynamics == _Dynamics.MEAN_FIELD:
         return (
             "it is a mean-field game (one representative player against a population "
             "distribution that the caller must supply), not a game against opponents"
         )
-    if game_type.dynamics != _Dynamics.SEQUENTIAL:
-        return f"its dynamics are {game_type.dynamics.name}, not sequential turns"
+    if game_type.dynamics not in (_Dynamics.SEQUENTIAL, _Dynamics.SIMULTANEOUS):
+        return (
+            f"its dynamics are {game_type.dynamics.name}, neither sequential turns nor "
+            "simultaneous moves"
+        )
     if game_type.chance_mode == _ChanceMode.SAMPLED_STOCHASTIC:
         return (
             "its chance events are sampled inside the game by its own random generator "
@@ -100,7 +98,7 @@ def _catalog() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
         if why is None:
             try:
                 why = _why_not_loaded(pyspiel.load_game(name))
-            except pyspiel.SpielError as exc:
+            except (pyspiel.SpielError, LookupError) as exc:  # nfg_game: map::at
                 why = f"it does not load with its default parameters ({exc})"
         if why is None:
             games.append(name)
@@ -110,7 +108,8 @@ def _catalog() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
 
 
 def list_games() -> list[str]:
-    """Games served as they are (sequential, loading with their default parameters)."""
+    """Games served as they are (sequential or simultaneous-move, loading with their
+    default parameters)."""
     return list(_catalog()[0])
 
 
@@ -220,7 +219,7 @@ def load(game: str, params: Mapping[str, Any]) -> Any:
     Raises:
         ArgumentError: an unknown game or parameter, a value of the wrong type, or
             OpenSpiel's own refusal (a board too large...), or a game that cannot be
-            served turn by turn (simultaneous moves, mean field), saying why.
+            served (mean field, sampled chance), saying why.
     """
     name, given = game.strip(), dict(params)
     if "(" in name:
@@ -234,7 +233,7 @@ def load(game: str, params: Mapping[str, Any]) -> Any:
     try:
         loaded = pyspiel.load_game(name, typed)
         loaded.new_initial_state()  # some games check their parameters only here
-    except pyspiel.SpielError as exc:
+    except (pyspiel.SpielError, LookupError) as exc:  # nfg_game without a file: map::at
         shown = ", ".join(f"{k}={v!r}" for k, v in typed.items()) or "defaults"
         raise ArgumentError(f"OpenSpiel refused game {name!r} ({shown}): {exc}") from None
     why = _why_not_loaded(loaded)

@@ -1,4 +1,5 @@
-"""Every sequential OpenSpiel game, the agent in one seat, seeded bots in the others.
+"""Every OpenSpiel game of turns or simultaneous moves, the agent in one seat, seeded bots
+in the others.
 
 ``openenv-mcp serve openspiel --game tic_tac_toe`` (connect_four, kuhn_poker,
 leduc_poker, backgammon, hex, go, 2048, ...; ``describe openspiel`` lists them):
@@ -9,7 +10,9 @@ leduc_poker, backgammon, hex, go, 2048, ...; ``describe openspiel`` lists them):
   sampled by the environment from the episode's seeded generator, never asked
   of the agent;
 * actions are the game's action ids (``NamedDiscrete(num_distinct_actions)``) or
-  their names (``state.action_to_string``). The legal ones change every turn, so
+  their names (``state.action_to_string``). In a simultaneous-move game (goofspiel,
+  matrix games) the agent's action is its part of each joint move, the opponents
+  choosing theirs at the same node. The legal ones change every turn, so
   each step's ``info`` carries them by id and by name and as an ``action_mask``,
   and the server's ``legal_actions`` tool lists them (named by the narration's
   ``action_name``);
@@ -25,7 +28,9 @@ leduc_poker, backgammon, hex, go, 2048, ...; ``describe openspiel`` lists them):
   (``opponent``, ``mcts_simulations``): the task set
   (:mod:`openenv_mcp_envs.openspiel._tasks`, one per game) starts each game so;
 * snapshots hold the serialized state, the episode's opponent and every generator's
-  state.
+  state;
+* ``serve openspiel --seats`` serves every player as a seat a client drives
+  (:meth:`OpenSpielEnv.seated_game`, :class:`~openenv_mcp_envs.openspiel._seats.OpenSpielGame`).
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ from openenv_mcp_envs.openspiel._games import list_games, load, parse_params, un
 from openenv_mcp_envs.openspiel._narration import OpenSpielNarration, listing, short_name
 from openenv_mcp_envs.openspiel._openenv import OpenSpielModels
 from openenv_mcp_envs.openspiel._tasks import openspiel_tasks
+
+if TYPE_CHECKING:
+    from openenv_mcp.seats import SeatedGame
 
 __all__ = ["OpenSpielConfig", "OpenSpielEnv"]
 
@@ -239,9 +247,10 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
 
     name: ClassVar[str] = "openspiel"
     description: ClassVar[str] = (
-        "Every sequential OpenSpiel game (--game tic_tac_toe, connect_four, kuhn_poker, "
-        "leduc_poker, backgammon, hex, go, 2048, ...): the agent plays one seat against "
-        "seeded opponents (random, first_legal, mcts); legal actions by id and name."
+        "Every OpenSpiel game of turns or simultaneous moves (--game tic_tac_toe, "
+        "connect_four, kuhn_poker, leduc_poker, backgammon, hex, go, 2048, goofspiel, ...): "
+        "the agent plays one seat against seeded opponents (random, first_legal, mcts); "
+        "legal actions by id and name."
     )
     Config: ClassVar[type[BaseModel]] = OpenSpielConfig
     Info = OpenSpielInfo
@@ -379,11 +388,20 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         return text[:MAX_TEXT]
 
     def legal(self) -> list[tuple[int, str]]:
-        """The agent's legal actions now, as ``(id, name)``; none unless it is its turn."""
+        """The agent's legal actions now, as ``(id, name)``; none unless it is its turn
+        (or its part of a simultaneous move)."""
         state = self._state
-        if state is None or state.is_terminal() or state.current_player() != self._seat:
+        return [(a, state.action_to_string(self._seat, a)) for a in self._legal_ids()]
+
+    def _legal_ids(self) -> list[int]:
+        state = self._state
+        if state is None or state.is_terminal() or state.is_chance_node():
             return []
-        return [(int(a), state.action_to_string(self._seat, a)) for a in state.legal_actions()]
+        if state.is_simultaneous_node():
+            return [int(a) for a in state.legal_actions(self._seat)]
+        if state.current_player() != self._seat:
+            return []
+        return [int(a) for a in state.legal_actions()]
 
     def _observation(self) -> Any:
         state, seat = self._state, self._seat
@@ -472,31 +490,52 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
 
     def _advance(self) -> None:
         """Play chance and opponents until it is the agent's turn or the game is over."""
-        state, cfg = self._state, self.config
-        while not state.is_terminal() and (
-            state.is_chance_node() or state.current_player() != self._seat
-        ):
+        state = self._state
+        while not state.is_terminal() and not self._legal_ids():
             if state.is_chance_node():
                 outcomes, probs = zip(*state.chance_outcomes(), strict=True)
                 p = np.asarray(probs, dtype=np.float64)
                 action = int(outcomes[self._chance_rng.choice(len(outcomes), p=p / p.sum())])
                 who = -1
-            elif state.is_simultaneous_node():  # never: such games are refused at load
-                raise ArgumentError(f"{self.short_name!r} reached a simultaneous-move node")
+            elif state.is_simultaneous_node():  # the agent has no part in this one
+                self._play_joint(None)
+                continue
             else:
                 who = int(state.current_player())
-                action = _bots.choose(
-                    self.game,
-                    state,
-                    self._opponent,
-                    self._opponent_rng,
-                    self._simulations,
-                    cfg.mcts_rollouts,
-                    cfg.mcts_uct_c,
-                )
+                action = self._opponent_action(who)
             name = state.action_to_string(who, action)
             self._record(who, action, name)
             state.apply_action(action)
+
+    def _opponent_action(self, who: int) -> int:
+        cfg = self.config
+        return _bots.choose(
+            self.game,
+            self._state,
+            self._opponent,
+            self._opponent_rng,
+            self._simulations,
+            cfg.mcts_rollouts,
+            cfg.mcts_uct_c,
+            player=who,
+        )
+
+    def _play_joint(self, mine: int | None) -> None:
+        """One simultaneous move: ``mine`` the agent's part, the opponents' chosen (in
+        seat order), a player without a legal action passing OpenSpiel's invalid action."""
+        state = self._state
+        joint: list[int] = []
+        for who in range(self.num_players):
+            if who == self._seat and mine is not None:
+                action = mine
+            elif not state.legal_actions(who):
+                joint.append(pyspiel.INVALID_ACTION)
+                continue
+            else:
+                action = self._opponent_action(who)
+            joint.append(action)
+            self._record(who, action, state.action_to_string(who, action))
+        state.apply_actions(joint)
 
     def _record(self, who: int, action: int, name: str) -> None:
         if self.perfect or who == self._seat:
@@ -562,6 +601,16 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
                 self._mcts_refusal = str(exc)
         return self._mcts_refusal
 
+    def seated_game(self) -> SeatedGame | None:
+        """This game with every player a seat (``serve openspiel --seats``): an
+        :class:`~openenv_mcp_envs.openspiel._seats.OpenSpielGame` of this config; ``None``
+        for a one-player game."""
+        if self.num_players < 2:
+            return None
+        from openenv_mcp_envs.openspiel._seats import OpenSpielGame
+
+        return OpenSpielGame(self)
+
     def task_set(self) -> TaskSet:
         return openspiel_tasks(
             str(self.game),
@@ -574,13 +623,16 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
     def step(self, action: Any) -> StepResult:
         state = self._state
         action = int(action)
-        if state is None or state.is_terminal() or action not in state.legal_actions():
+        if state is None or state.is_terminal() or action not in self._legal_ids():
             self.parse_action(action)  # raises InvalidAction, naming the legal actions
             raise InvalidAction(f"action {action} is not legal now")
         before = [float(r) for r in state.returns()]
         self._moves = []
-        self._record(self._seat, action, state.action_to_string(self._seat, action))
-        state.apply_action(action)
+        if state.is_simultaneous_node():  # the agent's part; the opponents choose theirs
+            self._play_joint(action)
+        else:
+            self._record(self._seat, action, state.action_to_string(self._seat, action))
+            state.apply_action(action)
         self._advance()
         self._steps += 1
         after = [float(r) for r in state.returns()]
