@@ -74,6 +74,13 @@ PUBLIC = {
         "play_episode",
         "policy_from_spec",
     ],
+    "openenv_mcp.seats": [
+        "Answer",
+        "Move",
+        "SeatedGame",
+        "Table",
+        "parse_seats",
+    ],
     "openenv_mcp.tasks": [
         "SPLIT_TYPES",
         "TASK_OPTIONS",
@@ -219,6 +226,7 @@ PUBLIC = {
         "EpisodeLost",
         "EpisodeRequired",
         "InvalidAction",
+        "NotYourTurn",
         "OpenEnvError",
         "RecordingFailed",
         "ResetNeeded",

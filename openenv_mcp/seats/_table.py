@@ -110,6 +110,8 @@ class Table:
     options: dict[str, Any] | None = None
     #: Where the moves go as they are played (a recording), if anywhere.
     on_move: Callable[[Table, _Played], None] | None = None
+    #: Told of every new game (after the game's reset, before any built-in player moves).
+    on_reset: Callable[[Table], None] | None = None
 
     def __post_init__(self) -> None:
         self.cond = threading.Condition()
@@ -130,6 +132,8 @@ class Table:
             self._rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
             for seat in self.seats.values():
                 seat.owed, seat.told, seat.told_end = 0.0, 0, False
+            if self.on_reset is not None:
+                self.on_reset(self)
             self._play_builtins()
             self.cond.notify_all()
 

@@ -21,12 +21,12 @@ from openenv_mcp.errors import ArgumentError, RecordingFailed, UnknownTask
 from openenv_mcp.pipeline import PipelineOptions
 from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
-from openenv_mcp.seats import SeatEnv
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server._tasks import mount_tasks
 from openenv_mcp.server.episodes._episodes import EpisodeTable
 from openenv_mcp.server.episodes._handlers import Handlers
 from openenv_mcp.server.episodes._runtime import LocalRef, LocalRuntime, Runtime
+from openenv_mcp.server.episodes._seat_env import SeatEnv
 from openenv_mcp.server.tools._catalog import build_tools
 from openenv_mcp.server.tools._direct import DirectCalls
 from openenv_mcp.server.tools._tools import ModelTool, UnknownToolErrors
@@ -50,6 +50,8 @@ class EnvApp:
         if problems:
             self.prototype.close()
             raise ArgumentError(f"{env_cls.__name__} breaks the contract: " + "; ".join(problems))
+        if settings.seats is not None:
+            self._seat_spaces()
         #: Everything static about the environment, read by every face of the server.
         self.spec = EnvSpec.of(self.prototype, settings=settings.model_dump(mode="json"))
         #: The tasks it publishes (:mod:`openenv_mcp.tasks`), or ``None``.
@@ -118,6 +120,22 @@ class EnvApp:
         self.table = EpisodeTable(runtime, settings)
         self.handlers = Handlers(self.table, settings, self.prototype)
         self.tools: list[ModelTool] = build_tools(self.spec, self.handlers, settings)
+
+    def _seat_spaces(self) -> None:
+        """Serve a seat's spaces (its game's, where they differ from the one-seat env's):
+        the prototype answers static questions, seats' included."""
+        game = self.prototype.seated_game()
+        if game is None:
+            raise ArgumentError(
+                f"--seats {self.settings.seats}: {self.env_cls.name} has one player; seats "
+                "are for games of several (openspiel, chess, pettingzoo)"
+            )
+        try:
+            first = game.possible_agents[0]
+            self.prototype.action_space = game.action_space(first)
+            self.prototype.observation_space = game.observation_space(first)
+        finally:
+            game.close()
 
     def _seat_runtime(self, options: PipelineOptions) -> Runtime:
         """Where seats live: every seat of a game in this process (they share its game),

@@ -323,7 +323,10 @@ def test_game_params() -> None:
         ({"game": "go", "game_params": "board_size=0"}, "OpenSpiel refused"),
         ({"game": "go", "game_params": "nonsense"}, "key=value pairs"),
         ({"game": "go", "game_params": '{"board_size": '}, "not valid JSON"),
-        ({"game": "matrix_rps"}, "simultaneous-move game.*turn_based_simultaneous_game"),
+        (
+            {"game": "matrix_rps", "opponent": "mcts"},
+            "simultaneous-move game.*turn_based_simultaneous_game",
+        ),
         ({"game": "mfg_garnet"}, "mean-field"),
         ({"game": "negotiation"}, "SAMPLED_STOCHASTIC"),
         ({"game": "tic_tac_toe", "mcts_simulations": 0}, "mcts_simulations"),
@@ -337,8 +340,8 @@ def test_bad_options_fail_clearly(options: dict[str, Any], message: str) -> None
 def test_metadata_and_describe_list_the_games() -> None:
     games = list_games()
     assert {"tic_tac_toe", "connect_four", "kuhn_poker", "leduc_poker", "backgammon"} <= set(games)
-    assert {"hex", "go", "2048", "chess"} <= set(games) and "matrix_rps" not in games
-    assert "simultaneous" in unsupported_games()["matrix_rps"]
+    assert {"hex", "go", "2048", "chess", "goofspiel", "matrix_rps"} <= set(games)
+    assert "mean-field" in unsupported_games()["mfg_garnet"]
     meta = make("go", game_params="board_size=9").metadata()
     assert meta["games"] == games and meta["parameters"]["board_size"] == 9
     result = CliRunner().invoke(app, ["describe", "openspiel", "--game", "kuhn_poker"])

@@ -40,10 +40,11 @@ from gymnasium import spaces
 from openenv_mcp.environment import parse_options
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, did_you_mean
 from openenv_mcp.seats import SeatedGame
-from openenv_mcp.spaces import AnyText
 from openenv_mcp_envs.chess._engine import Opponent, RandomOpponent
 from openenv_mcp_envs.chess._render import draw_board
-from openenv_mcp_envs.chess.env import MAX_ACTION, MAX_FEN, ChessConfig, ChessEnv
+
+#: The longest move text read (the single-seat env's action space's).
+_MAX_ACTION = 32
 
 __all__ = ["AGENTS", "MOVES", "SEAT_OPTIONS", "ChessGame", "ChessGameSnapshot"]
 
@@ -116,18 +117,20 @@ class ChessGame(SeatedGame):
 
     title = "chess"
 
-    def __init__(self, config: ChessConfig) -> None:
+    def __init__(self, env: Any) -> None:
+        """``env``: a fresh ``ChessEnv`` of the server's config, this game's own (typed
+        loosely: the env module makes games, so this one never imports it back)."""
         self.possible_agents = list(AGENTS)
         #: The rules, the board and the built-in players: the single-seat env's own.
-        self._env = ChessEnv(config)
-        self._max_moves = config.max_moves
+        self._env = env
+        self._max_moves = env.config.max_moves
         self._opponent: Opponent | None = self._env.default_opponent
         self._setting: tuple[str, int | None, int | None] | None = None
         self._random = RandomOpponent()
         #: The position's outcome and legal moves (``None``: not worked out since it changed).
         self._known: _Now | None = None
         self._actions = spaces.Discrete(len(MOVES))
-        self._observations = AnyText(MAX_FEN)
+        self._observations: spaces.Space[Any] = env.observation_space
 
     # -- spaces ------------------------------------------------------------------------
 
@@ -187,7 +190,8 @@ class ChessGame(SeatedGame):
     @property
     def board(self) -> chess.Board:
         """The position now (the game's own board: read it, do not move on it)."""
-        return self._env.board
+        board: chess.Board = self._env.board
+        return board
 
     def _side(self, agent: str) -> bool:
         """``agent``'s colour (``chess.WHITE`` is ``True``)."""
@@ -406,9 +410,9 @@ class ChessGame(SeatedGame):
         )
 
     def _read(self, text: str, legal: list[tuple[int, str]]) -> int:
-        if len(text) > MAX_ACTION:
+        if len(text) > _MAX_ACTION:
             raise InvalidAction(
-                f"expected a move of at most {MAX_ACTION} characters, in SAN (Nf3) or UCI "
+                f"expected a move of at most {_MAX_ACTION} characters, in SAN (Nf3) or UCI "
                 f"(g1f3), got {len(text)} characters"
             )
         move, problem = self._env._read(text)

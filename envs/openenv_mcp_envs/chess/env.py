@@ -51,6 +51,7 @@ from openenv_mcp_envs.chess._engine import (
 from openenv_mcp_envs.chess._narration import ChessNarration
 from openenv_mcp_envs.chess._openenv import ChessModels
 from openenv_mcp_envs.chess._render import diagram, draw_board
+from openenv_mcp_envs.chess._seats import ChessGame
 from openenv_mcp_envs.chess._tasks import chess_tasks
 
 if TYPE_CHECKING:
@@ -354,9 +355,7 @@ class ChessEnv(Environment[ChessConfig]):
     def seated_game(self) -> SeatedGame:
         """Chess with seats, White and Black (:class:`~openenv_mcp_envs.chess._seats.ChessGame`):
         this env's rules, draws and move cap; its opponent plays a seat no client takes."""
-        from openenv_mcp_envs.chess._seats import ChessGame  # it imports this module
-
-        return ChessGame(self.config)
+        return ChessGame(type(self)(self.config))
 
     def tools(self) -> list[EnvTool]:
         return [

@@ -1,4 +1,5 @@
-"""Every sequential OpenSpiel game over MCP (``openenv-mcp serve openspiel --game NAME``)."""
+"""Every OpenSpiel game of turns or simultaneous moves over MCP
+(``openenv-mcp serve openspiel --game NAME``)."""
 
 from openenv_mcp_envs.openspiel._games import list_games, unsupported_games
 from openenv_mcp_envs.openspiel.env import OpenSpielConfig, OpenSpielEnv

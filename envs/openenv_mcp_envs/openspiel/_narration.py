@@ -132,7 +132,8 @@ class OpenSpielNarration(Narration[OpenSpielView]):
             "lists the legal actions as 'id=name'; the legal_actions tool lists them too. An "
             "illegal action is refused and changes nothing.",
             f"Reward: your own return; the final utilities range from {env.game.min_utility():g} "
-            f"to {env.game.max_utility():g}. Opponents move right after you, so each step "
+            f"to {env.game.max_utility():g}. Opponents move right after you (at a simultaneous "
+            "move, with you), so each step "
             "ends on your next turn (or at the game's end) and reports what they did.",
         ]
         if cfg.max_episode_steps:

@@ -12,18 +12,21 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError, UnknownEpisode
 from openenv_mcp.pipeline import Look, Reset
+from openenv_mcp.pipeline.recorder import Recorder
 from openenv_mcp.pipeline.view import Reply
-from openenv_mcp.seats._env import SeatEnv
-from openenv_mcp.seats._table import Table, parse_seats
+from openenv_mcp.recording import TableRecorder
+from openenv_mcp.seats import Table, parse_seats
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.episodes._episodes import Caller, Episode, EpisodeTable
 from openenv_mcp.server.episodes._runtime import LocalRef
+from openenv_mcp.server.episodes._seat_env import SeatEnv
 from openenv_mcp.server.tools._results import text_block
 from openenv_mcp.sharding import with_shard
 from openenv_mcp.wire.handles import public_id
@@ -42,6 +45,8 @@ class _Seated:
 
     table: Table
     episodes: dict[str, Episode] = field(default_factory=dict)
+    #: The game's joint record (``--record``), else ``None``.
+    recorder: TableRecorder | None = None
 
 
 class Tables:
@@ -156,6 +161,10 @@ class Tables:
         table_id = with_shard(f"tb_{secrets.token_urlsafe(16)}", self.settings.shard)
         table = Table(table_id, game, list(self.clients), self.settings.turn_timeout)
         seated = _Seated(table)
+        if self.settings.record is not None:  # the game whole, beside each seat's episode
+            recorder = TableRecorder(Path(self.settings.record).resolve(), table_id, self.prototype)
+            table.on_reset, table.on_move = recorder.start, recorder.move
+            seated.recorder = recorder
         try:
             for agent in self.clients:
                 episode = await self.episodes.create()
@@ -177,6 +186,13 @@ class Tables:
         env = ref.pipeline.env
         assert isinstance(env, SeatEnv)
         env.bind(seated.table, agent)
+        table_recorder = seated.recorder
+        if table_recorder is not None:  # the seat's own recording names its table's
+            layer: Any = ref.pipeline.chain
+            while layer is not None and not isinstance(layer, Recorder):
+                layer = getattr(layer, "inner", None)
+            if layer is not None:
+                layer.recorder.marks = lambda: table_recorder.seat_marks(agent)
 
     # -- joining -----------------------------------------------------------------------
 
@@ -245,4 +261,7 @@ class Tables:
         seated.episodes.pop(agent, None)
         if not seated.episodes:
             self.by_id.pop(seated.table.id, None)
+            if seated.recorder is not None:
+                with seated.table.cond:
+                    seated.recorder.end("closed")
             seated.table.game.close()

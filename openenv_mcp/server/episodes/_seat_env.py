@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from openenv_mcp.environment import Environment, Serving, StepResult
 from openenv_mcp.errors import ResetNeeded
 from openenv_mcp.narration import Narration
-from openenv_mcp.seats._table import Answer, Table
+from openenv_mcp.seats import Answer, Table
 
 __all__ = ["SeatEnv", "SeatNarration"]
 
