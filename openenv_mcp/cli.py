@@ -737,11 +737,22 @@ def replay(
     """Re-run recorded episodes from their seeds and actions; check that every reward,
     observation, terminated and truncated matches exactly (exit 1 where one differs).
 
+    A game of seats (serve --seats) replays from its table's file (tb-*.jsonl): every
+    seat's moves, rewards and observations, checked by move and seat; a seat's own file
+    alone does not replay (it says which table's file does).
+
     The environment and rewards a recording names are imported only from installed
     packages, never from the current directory or the recording's folder (see
     --allow-module)."""
     from pathlib import Path
 
+    from openenv_mcp.recording import (
+        ReplayReport,
+        TableReplayReport,
+        is_table_recording,
+        read_recording,
+        replay_table,
+    )
     from openenv_mcp.recording import replay as replay_one
 
     paths = [
@@ -752,10 +763,20 @@ def replay(
     ]
     if not paths:
         raise _fail(f"no recording found in {' '.join(files)}")
+    given = set(paths)
     failed = 0
     for path in paths:
         try:
-            report = replay_one(path, allow_modules=allow_module or ())
+            report: ReplayReport | TableReplayReport
+            if is_table_recording(path):
+                report = replay_table(path, allow_modules=allow_module or ())
+            else:
+                start = read_recording(path, observations=False).start
+                table = path.parent / str(start.get("table_recording", ""))
+                if start.get("seat") is not None and table in given:
+                    typer.echo(f"{path}: seat {start['seat']}, replayed with {table.name}")
+                    continue
+                report = replay_one(path, allow_modules=allow_module or ())
         except (OpenEnvError, OSError) as exc:
             typer.echo(f"{path}: cannot replay: {exc}", err=True)
             failed += 1

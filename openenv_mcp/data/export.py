@@ -330,6 +330,8 @@ def export_jsonl(
                 "recording": str(recording.path),
                 "env": start["env"],
                 "config": start["config"],
+                # One seat of a game of seats (serve --seats): its table and seat.
+                **{k: start[k] for k in ("table", "seat", "table_recording") if k in start},
                 "seed": start.get("seed"),
                 "options": start.get("options"),
                 "status": end.get("status"),

@@ -25,6 +25,12 @@ also written as ``.mp4`` beside it, for people.
 :func:`read_recording` reads a file back; a file without its ``end`` record
 (the server was killed) reads as ``complete=False``, never as an error.
 
+A game of seats (``serve ENV --seats``) is recorded twice over: each seat as an
+episode (its start record names its ``table`` and ``seat``, and the table's file), and
+the game whole in its table's file (``tb-<digest>-<n>.jsonl``: every seat's moves,
+rewards and observation digests), which :func:`replay_table` replays
+(:mod:`._table_recording`); a seat's file alone does not replay.
+
 Where each part lives: the format and its reader (:mod:`._format`), the writer
 (:mod:`._writer`), replay (:mod:`._replay`). This package sits below the episode
 pipeline (whose recorder layer calls the writer) and imports nothing above it: what
@@ -44,6 +50,14 @@ from openenv_mcp.recording._format import (
 )
 from openenv_mcp.recording._format import iter_frames as iter_frames
 from openenv_mcp.recording._replay import ReplayReport, replay
+
+# The record of a game of seats (``X as X``: importable here, not yet in ``__all__``).
+from openenv_mcp.recording._table_recording import TableRecorder as TableRecorder
+from openenv_mcp.recording._table_recording import TableRecording as TableRecording
+from openenv_mcp.recording._table_recording import TableReplayReport as TableReplayReport
+from openenv_mcp.recording._table_recording import is_table_recording as is_table_recording
+from openenv_mcp.recording._table_recording import read_table_recording as read_table_recording
+from openenv_mcp.recording._table_recording import replay_table as replay_table
 from openenv_mcp.recording._writer import EpisodeRecorder, check_writable, write_video
 from openenv_mcp.recording._writer import finish_videos as finish_videos
 

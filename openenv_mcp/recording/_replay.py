@@ -73,7 +73,8 @@ def replay(path: str | os.PathLike[str], *, allow_modules: Iterable[str] = ()) -
             naming them (or their submodules) imports them as ``serve`` would.
 
     Raises:
-        ArgumentError: the recording cannot be replayed (it started from a snapshot,
+        ArgumentError: the recording cannot be replayed (one seat of a game of seats:
+            its table's file replays, :func:`replay_table`; it started from a snapshot,
             or has no seed), its environment cannot be made here, or it names a module
             that is not allowed (the message says which, and the flag that allows it).
     """
@@ -83,6 +84,13 @@ def replay(path: str | os.PathLike[str], *, allow_modules: Iterable[str] = ()) -
 
     recording = read_recording(path)
     start = recording.start
+    if start.get("seat") is not None:
+        table = start.get("table_recording") or f"{start.get('table')}-*.jsonl"
+        raise ArgumentError(
+            f"{recording.path} is seat {start['seat']} of the game of seats "
+            f"{start.get('table')}: one seat's moves alone cannot replay a game (the other "
+            f"seats moved too); replay the table's file instead: {table} (beside it)"
+        )
     if start.get("from_snapshot"):
         raise ArgumentError(
             f"{recording.path} started from a snapshot, not a seed: it cannot be replayed"

@@ -11,7 +11,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -57,6 +57,8 @@ class EpisodeRecorder:
         self._file: IO[bytes] | None = None
         self.path: Path | None = None
         self._resets = 0
+        #: What every start record of this handle adds (a seat's: its table and seat).
+        self.marks: Callable[[], dict[str, Any]] | None = None
         self._codec = _ObservationCodec(env.observation_space)
         self._action_space = env.action_space
         #: Frames that are not the observation are recorded too (their own delta codec).
@@ -97,6 +99,7 @@ class EpisodeRecorder:
             "kind": "start",
             "format": FORMAT,
             **self.describe,
+            **(self.marks() if self.marks is not None else {}),
             "episode": self.public_id,
             "seed": seed,
             "options": options,
