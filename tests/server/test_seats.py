@@ -289,11 +289,6 @@ async def test_bad_types_are_refused_and_the_server_carries_on(client: Client) -
     assert answer["step"] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Tables.reset (openenv_mcp/server/episodes/_seats.py) indexes mine[0] of an empty "
-    "claim: reset(seats=[]) answers an internal error (IndexError) and leaves an unclaimed table",
-)
 async def test_an_empty_seats_list_is_refused(client: Client) -> None:
     name, message = await refused(client, "reset", seats=[])
     assert name == "ArgumentError" and "player_0" in message, message
