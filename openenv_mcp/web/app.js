@@ -109,6 +109,7 @@ const state = {
   episode: null, busy: false, pending: null, step: 0,
   frames: [],            // this tab's own frames and steps, for the replay tab
   watchSource: null, watched: [],
+  seatRun: 0,            // a server of seats: which of this tab's games the turn loop follows
 };
 
 function setStatus(text) { $("status").textContent = text; }
@@ -195,42 +196,143 @@ async function resetEpisode(event) {
     const options = readForm($("reset-options").firstElementChild, schema);
     if (options && Object.keys(options).length) args.options = options;
   }
+  if (seats()) {
+    // A new game, this tab holding its first seat (the others open for others to join).
+    if (!state.spec.has_frame) delete args.frames;
+    await seatPlay("reset", args, "new game");
+    return;
+  }
   if (state.episode) args.episode_id = state.episode;
   await call("reset", args, "reset");
 }
 
 async function act(action) {
   if (!state.episode) return;
+  if (seats()) {
+    if (state.busy || !state.yourTurn) return;
+    seatButtons([]);  // one move a turn: the buttons come back with the next turn
+    const args = { action, seat: state.episode, wait: true };
+    if (state.spec.has_frame && !state.agent) args.frames = "png";
+    await seatPlay("step", args, state.actionNames.get(action) || String(action));
+    return;
+  }
   if (state.busy) { state.pending = action; return; }
   const args = { action, episode_id: state.episode };
   if (!state.agent) args.frames = "png";
   await call("step", args, typeof action === "string" ? action : JSON.stringify(action));
 }
 
-async function call(tool, args, label) {
+// One tool call of the Play tab: its answer shown; its structured view (null on an error).
+async function call(tool, args, label, quiet = false) {
   state.busy = true;
   $("play-error").textContent = "";
+  let view = null;
+  const run = state.seatRun;
+  const stale = () => seats() && run !== state.seatRun;  // this tab moved on to another seat
   try {
     const result = await mcp("tools/call", { name: tool, arguments: args });
+    if (stale()) return null;
     if (result.isError) {
       $("play-error").textContent = resultText(result);
       addHistory(`${label}: ${resultText(result)}`, true);
     } else {
-      show(result, tool, label);
+      show(result, tool, label, quiet);
+      view = result.structuredContent || {};
     }
   } catch (err) {
-    $("play-error").textContent = String(err.message || err);
+    if (!stale()) $("play-error").textContent = String(err.message || err);
   } finally {
-    state.busy = false;
+    if (!stale()) state.busy = false;
   }
+  if (seats()) return view;
   if (state.pending !== null) {
     const next = state.pending;
     state.pending = null;
     await act(next);
   }
+  return view;
 }
 
-function show(result, tool, label) {
+// -- seats (serve --seats): this tab takes a seat of a game ---------------------------------
+// The seat's handle lives in this page only (never in its URL: a game's id is what
+// another player joins with, and it reaches no seat).
+
+const seats = () => Boolean(state.info && state.info.seats);
+
+function buildSeats() {
+  $("seat-box").hidden = false;
+  $("reset-button").textContent = "New game";
+  $("join-button").onclick = joinSeat;
+  const table = new URLSearchParams(location.search).get("table");
+  if (table) $("join-table").value = table;
+  state.actionNames = new Map();
+  state.yourTurn = false;
+  seatButtons([]);
+}
+
+async function joinSeat() {
+  const args = {};
+  const table = $("join-table").value.trim();
+  if (table) args.table_id = table;
+  await seatPlay("join", args, "join");
+}
+
+// A call that takes or moves this tab's seat, then the turns: while it is another's turn,
+// look again waiting for this seat's (each look bounded by the server's turn timeout);
+// once the game is over, one more step hears this seat's end (its final reward).
+async function seatPlay(tool, args, label) {
+  const run = ++state.seatRun;
+  let view = await call(tool, args, label);
+  let told = false;
+  while (view && run === state.seatRun && state.episode) {
+    const info = view.info || {};
+    if (view.terminated || view.truncated || view.status === "ended" || (told && !info.your_turn)) break;
+    const frames = state.spec.has_frame && !state.agent ? { frames: "png" } : {};
+    if (!(info.to_move || []).length) {
+      told = true;  // the game is over: a step of a finished seat plays nothing and tells its end
+      view = await call("step", { action: 0, seat: state.episode, wait: false, ...frames }, "the end");
+    } else if (info.your_turn) {
+      break;  // the buttons wait for this seat's move
+    } else {
+      view = await call("state", { seat: state.episode, wait: true, ...frames }, "waiting", true);
+    }
+  }
+}
+
+function seatView(view) {
+  const info = view.info || {};
+  const toMove = info.to_move || [];
+  const over = !toMove.length || view.terminated || view.truncated;
+  state.yourTurn = Boolean(info.your_turn) && !over;
+  $("stat-seat").textContent = info.seat || "-";
+  $("stat-turn").textContent = over ? "nobody: the game is over" : state.yourTurn ? `you (${info.seat})` : toMove.join(" and ");
+  if (view.table_id) {
+    state.table = view.table_id;
+    $("stat-table").textContent = view.table_id;
+    const link = new URL(location.href);
+    link.search = `?table=${encodeURIComponent(view.table_id)}`;
+    $("seat-share").textContent = `Another player joins this game at ${link.href}`;
+  }
+  if (view.open_seats) $("stat-open").textContent = view.open_seats.join(", ") || "none";
+  const names = info.legal_action_names || [];
+  const legal = (info.legal_actions || []).map((id, i) => [id, names[i] ?? String(id)]);
+  for (const [id, name] of legal) state.actionNames.set(id, name);
+  seatButtons(state.yourTurn ? legal : [], over ? "The game is over." : state.yourTurn ? "" : `Waiting for ${toMove.join(" and ")}…`);
+  $("seat-box").dataset.seat = over ? "over" : state.yourTurn ? "your-turn" : "waiting";
+  if (state.yourTurn) $("seat-box").dataset.turns = String(Number($("seat-box").dataset.turns || 0) + 1);
+}
+
+// The legal actions of this seat's turn as buttons (none while it is another's turn).
+function seatButtons(legal, note = "") {
+  const actions = $("play-actions");
+  actions.replaceChildren();
+  for (const [id, name] of legal) {
+    actions.append(el("button", { type: "button", textContent: name, title: `action ${id}`, dataset: { action: String(id), name }, onclick: () => act(id) }));
+  }
+  if (note) actions.append(el("span", { className: "hint", textContent: note }));
+}
+
+function show(result, tool, label, quiet = false) {
   const view = result.structuredContent || {};
   const text = resultText(result);
   if (view.episode_id) state.episode = view.episode_id;
@@ -239,7 +341,7 @@ function show(result, tool, label) {
     const named = text.match(/\b(ep_[A-Za-z0-9_-]{8,})/);
     if (named) state.episode = named[1];
   }
-  if (tool === "reset") { state.frames = []; $("play-history").replaceChildren(); }
+  if (tool === "reset" || tool === "join") { state.frames = []; $("play-history").replaceChildren(); }
   const image = resultImage(result);
   if (image) drawFrame(image);
   const set = (id, v) => { $(id).textContent = v === undefined || v === null ? "-" : num(v); };
@@ -255,7 +357,11 @@ function show(result, tool, label) {
   $("play-summary").textContent = view.summary || text;
   $("play-text").textContent = view.info && view.info.text ? view.info.text : "";
   $("play-text").hidden = !$("play-text").textContent;
-  if (tool !== "reset") {
+  if (quiet) {
+    // a look while waiting for a turn: nothing to add to the history
+  } else if (tool === "join") {
+    addHistory(`join: seat ${view.seat ?? "?"} of ${view.table_id ?? "a game"}`);
+  } else if (tool !== "reset") {
     const reward = view.reward !== undefined ? ` → ${num(view.reward)} (return ${num(view.episode_return)})` : "";
     addHistory(`#${view.step ?? "?"} ${label}${reward}${(view.events || []).length ? ": " + view.events.join("; ") : ""}`);
   } else {
@@ -264,6 +370,7 @@ function show(result, tool, label) {
   state.frames.push({ image: image ? `data:${image.mimeType};base64,${image.data}` : null, step: view.step, label, reward: view.reward, ret: view.episode_return, summary: view.summary || text });
   if (state.frames.length > 5000) state.frames.shift();
   state.ended = view.status ? view.status === "ended" : /Episode over/.test(text);
+  if (seats()) { seatView(view); return; }
   for (const b of document.querySelectorAll("#play-actions button")) b.disabled = state.ended;
 }
 
@@ -556,9 +663,18 @@ async function refreshEpisodes() {
     const { episodes } = await api("episodes");
     const body = document.querySelector("#episodes tbody");
     body.replaceChildren();
+    const seated = seats();
+    for (const th of document.querySelectorAll("#episodes .seat-col")) th.hidden = !seated;
+    if (seated) {
+      // The seats of one game together, in the order the games first appear.
+      const order = new Map();
+      episodes.forEach((e) => { if (!order.has(e.game)) order.set(e.game, order.size); });
+      episodes.sort((a, b) => order.get(a.game) - order.get(b.game));
+    }
     for (const e of episodes) {
       const row = el("tr", { dataset: { watch: e.watch_id }, className: e.watch_id === watching ? "selected" : "" });
-      for (const v of [e.watch_id, e.status, e.step, e.episode_return, e.lives ?? "-", e.calls, e.watchers]) row.append(el("td", { textContent: num(v) }));
+      const cells = seated ? [e.watch_id, e.game ?? "-", e.seat ?? "-"] : [e.watch_id];
+      for (const v of [...cells, e.status, e.step, e.episode_return, e.lives ?? "-", e.calls, e.watchers]) row.append(el("td", { textContent: num(v) }));
       row.onclick = () => watch(e.watch_id);
       body.append(row);
     }
@@ -732,6 +848,14 @@ async function main() {
     $("realtime").checked = realtimeOk && new URLSearchParams(location.search).get("realtime") !== "0";
     tick();
     await buildInspect();
+    if (seats()) {
+      // A seat is taken when asked (or at once where the link names a game to join).
+      buildSeats();
+      document.body.dataset.ready = "1";
+      setStatus("ready");
+      if ($("join-table").value) await joinSeat();
+      return;
+    }
     await resetEpisode();
     document.body.dataset.ready = "1";
     setStatus("ready");

@@ -6,7 +6,9 @@ like any client, each tab with episodes of its own. What it adds is read-only:
 
 * ``GET /web/`` the page, ``GET /web/static/{file}`` its script and style;
 * ``GET /web/api/info``: the environment's spec and how the server is served;
-* ``GET /web/api/episodes``: the live (and recently closed) episodes, by watch id;
+* ``GET /web/api/episodes``: the live (and recently closed) episodes, by watch id
+  (on a server of seats, each row also names its seat and its game by a label: the
+  seats of one game share it, and it is neither the game's handle nor a seat's);
 * ``GET /web/api/episodes/{watch_id}/events``: one episode's calls as server-sent
   events, with its frame at most :data:`FRAME_RATE` times a second;
 * ``GET /web/api/recordings`` (with ``--record``), ``.../{rid}`` and
@@ -123,6 +125,8 @@ class WebPage:
         record = app.settings.record
         self.record_dir = None if record is None else Path(record).resolve()
         self._index = _asset("index.html").decode()
+        #: Each watched seat's game label and seat, kept past its close (seats only).
+        self._seats: dict[str, tuple[str, str]] = {}
 
     def routes(self) -> list[Route]:
         """Every route of the page (each also behind the server's HTTP guard)."""
@@ -182,13 +186,49 @@ class WebPage:
                 "recording": self.record_dir is not None,
                 "mcp_path": "/mcp",
                 "frame_rate": FRAME_RATE,
+                "seats": self._seats_info(),
             }
         )
+
+    def _seats_info(self) -> dict[str, Any] | None:
+        """How the page takes a seat: the seats clients drive, every player, the turn
+        timeout (``None``: this server serves no seats)."""
+        tables = self.app.handlers.tables
+        if tables is None:
+            return None
+        return {
+            "clients": list(tables.clients),
+            "players": list(tables.agents),
+            "turn_timeout": self.app.settings.turn_timeout,
+        }
 
     # -- watching ----------------------------------------------------------------------------
 
     async def episodes(self, request: Request) -> Response:
-        return _json({"episodes": self.feed.rows()})
+        rows = self.feed.rows()
+        if self.app.handlers.tables is not None:
+            for row in rows:
+                game, seat = self._seat_of(row["watch_id"])
+                row["game"], row["seat"] = game, seat
+        return _json({"episodes": rows})
+
+    def _seat_of(self, watch_id: str) -> tuple[str | None, str | None]:
+        """A watched seat's game label and seat (``None``s: not a seat's episode)."""
+        known = self._seats.get(watch_id)
+        if known is not None:
+            return known
+        tables, watched = self.app.handlers.tables, self.feed.get(watch_id)
+        found = None if tables is None or watched is None else tables.of_episode(watched.episode_id)
+        if found is None:
+            return None, None
+        table, seat = found
+        # A label, not the handle: a watcher may group seats by it and join nothing with it.
+        label = "game-" + hashlib.blake2b(table.id.encode(), digest_size=6).hexdigest()
+        self._seats[watch_id] = (label, seat)
+        if len(self._seats) > 4 * (len(self.feed.by_watch) + 64):
+            live = set(self.feed.by_watch)
+            self._seats = {w: v for w, v in self._seats.items() if w in live}
+        return label, seat
 
     def _watched(self, request: Request) -> Watched | Response:
         """The episode a watcher's request names, or the 404 that says why not."""
