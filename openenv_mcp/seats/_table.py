@@ -35,7 +35,9 @@ def parse_seats(value: str | Sequence[str] | None, agents: Sequence[str]) -> lis
     if value is None or value == "all" or value == ["all"]:
         return list(agents)
     names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
-    if not names or any(not isinstance(n, str) or not n for n in names):
+    if not names:
+        raise ArgumentError(f"seats: name at least one of {list(agents)} (or 'all'), got none")
+    if any(not isinstance(n, str) or not n for n in names):
         raise ArgumentError(f"seats: expected 'all' or seat names of {list(agents)}, got {value!r}")
     unknown = [n for n in names if n not in agents]
     if unknown:
@@ -118,6 +120,8 @@ class Table:
         self.seats = {a: _Seat() for a in self.game.possible_agents}
         self._pending: dict[str, int] = {}
         self._rng = np.random.default_rng()
+        #: Seats whose client left (their episode closed): the game cannot go on.
+        self.left: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -136,6 +140,19 @@ class Table:
                 self.on_reset(self)
             self._play_builtins()
             self.cond.notify_all()
+
+    def leave(self, agent: str) -> None:
+        """``agent``'s client is gone (its episode closed): wake the seats waiting on it."""
+        with self.cond:
+            self.left.add(agent)
+            self.cond.notify_all()
+
+    def _stalled(self) -> str | None:
+        """Who the game waits for that left, if anyone."""
+        if self.game.over:
+            return None
+        gone = [a for a in self.game.to_move() if a in self.left and a not in self._pending]
+        return gone[0] if gone else None
 
     def open_seats(self) -> list[str]:
         """Seats clients drive that no client holds yet."""
@@ -180,14 +197,23 @@ class Table:
         return agent in self.game.to_move() and agent not in self._pending
 
     def _wait(self, until: Callable[[], bool], deadline: float) -> bool:
+        """Wait until ``until()`` (or ``deadline``, or a reset); whether it came.
+
+        Raises:
+            ResetNeeded: the game waits for a seat whose client left.
+        """
         generation = self.generation
-        return (
-            self.cond.wait_for(
-                lambda: until() or self.generation != generation,
-                timeout=max(0.0, deadline - time.monotonic()),
-            )
-            and self.generation == generation
+        done = self.cond.wait_for(
+            lambda: until() or self.generation != generation or self._stalled() is not None,
+            timeout=max(0.0, deadline - time.monotonic()),
         )
+        gone = self._stalled()
+        if gone is not None and not until() and self.generation == generation:
+            raise ResetNeeded(
+                f"{gone} left this game (its seat's episode was closed or evicted), so it "
+                "cannot go on: call reset to start a new one"
+            )
+        return bool(done) and self.generation == generation
 
     def act(self, agent: str, action: Any, deadline: float) -> None:
         """Play ``agent``'s move once it is its turn (waiting until ``deadline``); with

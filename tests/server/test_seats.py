@@ -300,9 +300,9 @@ async def test_closing_one_seat_leaves_the_other_a_clear_answer(client: Client) 
     await call(client, "close", episode_id=p0)
     name, message = await refused(client, "step", seat=p0, action=4)
     assert name == "UnknownEpisode", message
-    # player_0 (closed) was to move: player_1 waits its turn out and is told whose it is.
+    # player_0 (closed) was to move: player_1 is told at once that it left.
     name, message = await refused(client, "step", seat=p1, action=4)
-    assert name == "NotYourTurn" and "player_0 to move" in message
+    assert name == "ResetNeeded" and "player_0 left this game" in message, message
     assert (await view(client, p1))["step"] == 0
     await call(client, "close", episode_id=p1)
     name, message = await refused(client, "state", seat=p1)

@@ -22,6 +22,10 @@ __all__ = ["SeatEnv", "SeatNarration"]
 _MARGIN = 5.0
 
 
+#: Legal actions a seat's text lists.
+_LISTED = 40
+
+
 class _NoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -38,7 +42,17 @@ class SeatNarration(Narration["SeatEnv"]):
         info = self.env.last_info
         if not info:
             return None
-        return str(info.get("text", "")) or None
+        text = str(info.get("text", ""))
+        ids, names = info.get("legal_actions", []), info.get("legal_action_names", [])
+        legal = list(zip(ids, names, strict=False))
+        if info.get("your_turn") and legal:
+            shown = ", ".join(f"{a}={n}" for a, n in legal[:_LISTED])
+            more = (
+                f" and {len(legal) - _LISTED} more (legal_actions)" if len(legal) > _LISTED else ""
+            )
+            text += f"\nYour legal actions: {shown}{more}"
+        # A board's last row of dots must survive the summary's full stop.
+        return f"\n{text}\n" if text else None
 
     def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
         return seat_events(result.info)

@@ -112,7 +112,8 @@ class Tables:
                     "game at that table starts from a seat's handle (reset(episode_id=SEAT))"
                 )
             seated, own = self.seat_of[handle]
-            mine = [own, *(a for a in self._claimed(seats or []) if a != own)]
+            more = [] if seats is None else self._claimed(seats)
+            mine = [own, *(a for a in more if a != own)]
         else:
             mine = self.clients[:1] if seats is None else self._claimed(seats)
             seated = await self._new_table()
@@ -138,8 +139,6 @@ class Tables:
         return self._with_table(replies[first], table, handles)
 
     def _claimed(self, seats: str | list[str]) -> list[str]:
-        if seats == []:
-            return []
         names = parse_seats(seats, self.agents)
         bots = [a for a in names if a not in self.clients]
         if bots:
@@ -227,7 +226,8 @@ class Tables:
         words for a model: the handles it must pass on)."""
         first = next(iter(handles))
         others = {a: h for a, h in handles.items() if a != first}
-        words = f"You hold seat {first} of game {table.id}"
+        turn = "your turn" if first in table.game.to_move() else table.whose_turn()
+        words = f"You hold seat {first} of game {table.id} ({turn})"
         if others:
             words += "; the other seats' handles (hand each to its player): " + ", ".join(
                 f"{a}={h}" for a, h in others.items()
@@ -259,6 +259,7 @@ class Tables:
             return
         seated, agent = found
         seated.episodes.pop(agent, None)
+        seated.table.leave(agent)
         if not seated.episodes:
             self.by_id.pop(seated.table.id, None)
             if seated.recorder is not None:
