@@ -50,14 +50,14 @@ from openenv_mcp.recording._format import (
 )
 from openenv_mcp.recording._format import iter_frames as iter_frames
 from openenv_mcp.recording._replay import ReplayReport, replay
-
-# The record of a game of seats (``X as X``: importable here, not yet in ``__all__``).
-from openenv_mcp.recording._table_recording import TableRecorder as TableRecorder
-from openenv_mcp.recording._table_recording import TableRecording as TableRecording
-from openenv_mcp.recording._table_recording import TableReplayReport as TableReplayReport
-from openenv_mcp.recording._table_recording import is_table_recording as is_table_recording
-from openenv_mcp.recording._table_recording import read_table_recording as read_table_recording
-from openenv_mcp.recording._table_recording import replay_table as replay_table
+from openenv_mcp.recording._table_recording import (
+    TableRecorder,
+    TableRecording,
+    TableReplayReport,
+    is_table_recording,
+    read_table_recording,
+    replay_table,
+)
 from openenv_mcp.recording._writer import EpisodeRecorder, check_writable, write_video
 from openenv_mcp.recording._writer import finish_videos as finish_videos
 
@@ -67,10 +67,16 @@ __all__ = [
     "RecordedStep",
     "Recording",
     "ReplayReport",
+    "TableRecorder",
+    "TableRecording",
+    "TableReplayReport",
     "check_writable",
+    "is_table_recording",
     "iter_recordings",
     "read_recording",
+    "read_table_recording",
     "replay",
+    "replay_table",
     "versions",
     "write_video",
 ]

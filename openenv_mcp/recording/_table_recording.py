@@ -45,6 +45,7 @@ from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.errors import ArgumentError, RecordingFailed
 from openenv_mcp.recording._format import versions
 from openenv_mcp.recording._writer import _cause, _create_private
+from openenv_mcp.wire.handles import public_id
 
 if TYPE_CHECKING:
     from openenv_mcp.environment import Environment
@@ -60,7 +61,6 @@ __all__ = [
     "observation_digest",
     "read_table_recording",
     "replay_table",
-    "table_public_id",
 ]
 
 log = logging.getLogger("openenv_mcp.recording")
@@ -69,13 +69,6 @@ log = logging.getLogger("openenv_mcp.recording")
 TABLE_FORMAT = 1
 #: Mismatches a replay lists at most (it counts the rest).
 _MAX_LISTED = 20
-
-
-def table_public_id(table_id: str) -> str:
-    """A name for the table ``table_id`` (a capability: it takes open seats) that is not
-    one: ``tb-`` and 64 bits of its BLAKE2b digest (the same digest the server's log
-    line of the table shows)."""
-    return f"tb-{hashlib.blake2b(table_id.encode(), digest_size=8).hexdigest()}"
 
 
 # -- observation digests -----------------------------------------------------------------
@@ -128,7 +121,7 @@ class TableRecorder:
 
     Args:
         directory: the recording directory (made private if missing).
-        table_id: the table's handle (never written: its :func:`table_public_id` is).
+        table_id: the table's handle (never written: its public id is).
         prototype: the served environment (its class and config are what replays).
     """
 
@@ -136,7 +129,7 @@ class TableRecorder:
         self, directory: str | os.PathLike[str], table_id: str, prototype: Environment[Any]
     ) -> None:
         self.directory = Path(directory)
-        self.public_id = table_public_id(table_id)
+        self.public_id = public_id(table_id)
         cls = type(prototype)
         self.describe: dict[str, Any] = {
             "env": cls.name,

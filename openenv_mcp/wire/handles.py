@@ -14,11 +14,11 @@ import hashlib
 __all__ = ["HANDLE_PATTERN", "public_id"]
 
 #: A handle as the server mints it (see ``server._episodes``), for redacting text.
-HANDLE_PATTERN = r"\b(?:ep|snap)_[A-Za-z0-9_-]{22}(?:@[A-Za-z0-9][A-Za-z0-9-]{0,62})?"
+HANDLE_PATTERN = r"\b(?:ep|snap|tb)_[A-Za-z0-9_-]{22}(?:@[A-Za-z0-9][A-Za-z0-9-]{0,62})?"
 
 
 def public_id(handle: str) -> str:
-    """A name for the episode (or snapshot) ``handle`` that is not a capability:
-    ``ep-`` (or ``snap-``) and 64 bits of its BLAKE2b digest."""
-    kind = "snap" if handle.startswith("snap_") else "ep"
+    """A name for the episode (or snapshot, or game of seats) ``handle`` that is not a
+    capability: ``ep-`` (or ``snap-``, ``tb-``) and 64 bits of its BLAKE2b digest."""
+    kind = handle.partition("_")[0] if handle.startswith(("snap_", "tb_")) else "ep"
     return f"{kind}-{hashlib.blake2b(handle.encode(), digest_size=8).hexdigest()}"
