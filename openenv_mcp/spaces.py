@@ -495,6 +495,8 @@ def _array_schema(space: spaces.Space[Any]) -> dict[str, Any]:
         low, high = space.start, space.start + space.nvec - 1
     else:
         assert isinstance(space, spaces.Box)
+        if space.dtype == np.bool_:  # travels as JSON booleans (PettingZoo's chess planes)
+            return _nested_array(tuple(space.shape or ()), {"type": "boolean"})
         low, high = space.low, space.high
     kind = "integer" if np.issubdtype(space.dtype, np.integer) else "number"
     shape = tuple(space.shape or ())

@@ -199,3 +199,12 @@ def test_any_box_round_trips(shape: tuple[int, ...], dtype: Any, seed: int) -> N
     for arrays in ("list", "raw", "zstd"):
         back = decode(space, json.loads(json.dumps(encode(space, value, arrays))))  # type: ignore[arg-type]
         assert back.dtype == value.dtype and np.array_equal(back, value)
+
+
+def test_a_boolean_box_travels_as_json_booleans() -> None:
+    """PettingZoo's chess and go observe boolean planes: their schema says boolean, not
+    a number between False and True."""
+    space = spaces.Box(0, 1, (2, 3), np.bool_)
+    schema = value_schema(space)
+    assert schema["items"]["items"] == {"type": "boolean"}
+    jsonschema.validate(space.sample().tolist(), schema)

@@ -182,6 +182,8 @@ def test_describe_and_metadata() -> None:
         {"id": "leduc_holdem_v4", "agent": "player_1"},
         {"id": "texas_holdem_no_limit_v6"},
         {"id": "hanabi_v5", "kwargs": {"colors": 2, "ranks": 2, "hand_size": 2}},
+        {"id": "chess_v6"},  # boolean planes: their schema says boolean
+        {"id": "go_v5", "kwargs": {"board_size": 5}},
     ],
 )
 def test_check_env(options: dict[str, Any]) -> None:
