@@ -11,6 +11,7 @@ soon as it is their turn, on the thread of the move before.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -139,6 +140,40 @@ class Table:
             if self.on_reset is not None:
                 self.on_reset(self)
             self._play_builtins()
+            self.cond.notify_all()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole game on this table (its game, what each seat is owed and has been
+        told, the moves played, the built-in players' generator), for :meth:`restore`."""
+        with self.cond:
+            return {
+                "game": self.game.snapshot(),
+                "record": [dataclasses.asdict(p) for p in self.record],
+                "seats": {
+                    a: {"owed": s.owed, "told": s.told, "told_end": s.told_end}
+                    for a, s in self.seats.items()
+                },
+                "pending": dict(self._pending),
+                "rng": self._rng.bit_generator.state,
+                "seed": self.seed,
+                "options": self.options,
+            }
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Go on from a :meth:`snapshot` (of this game's kind), as a new game of this
+        table: calls waiting on the last one give up. Not recorded: a game from a
+        snapshot cannot be replayed from its seed."""
+        with self.cond:
+            self.game.restore(saved["game"])
+            self.generation += 1
+            self.seed, self.options = saved["seed"], saved["options"]
+            self.record = [_Played(**p) for p in saved["record"]]
+            for agent, seat in self.seats.items():
+                told = saved["seats"][agent]
+                seat.owed, seat.told, seat.told_end = told["owed"], told["told"], told["told_end"]
+            self._pending = dict(saved["pending"])
+            self._rng = np.random.default_rng()
+            self._rng.bit_generator.state = saved["rng"]
             self.cond.notify_all()
 
     def leave(self, agent: str) -> None:

@@ -415,3 +415,30 @@ async def test_a_simultaneous_move_commits_once_both_seats_acted() -> None:
         assert sum(returns.values()) == 0
         assert answers["player_0"]["info"]["returns"] == answers["player_1"]["info"]["returns"]
         assert list(returns.values()) == answers["player_0"]["info"]["returns"]
+
+
+async def test_a_seat_snapshot_starts_groups_of_whole_games_from_one_position(
+    client: Client,
+) -> None:
+    """GRPO per seat: a snapshot of one seat holds its whole table; every reset from it is
+    a new game (new handles) at that position, and the same moves end it the same way."""
+    mine = await table(client)
+    p0, p1 = mine["seats"]["player_0"], mine["seats"]["player_1"]
+    await call(client, "step", seat=p0, action=4, wait=False)
+    await call(client, "step", seat=p1, action=0, wait=False)
+    saved = await call(client, "snapshot", episode_id=p0)
+    ends = []
+    for _ in range(2):
+        group = await call(client, "reset", from_snapshot=saved["snapshot_id"], seats="all")
+        g0, g1 = group["seats"]["player_0"], group["seats"]["player_1"]
+        assert {g0, g1}.isdisjoint({p0, p1})
+        assert group["info"]["your_turn"] and group["info"]["text"].count("x") == 1
+        for seat, action in ((g0, 2), (g1, 1), (g0, 6)):
+            last = await call(client, "step", seat=seat, action=action, wait=False)
+        lost = await call(client, "step", seat=g1, action=0, wait=False)
+        ends.append((last["reward"], last["terminated"], lost["reward"], lost["terminated"]))
+    assert ends == [(1.0, True, -1.0, True)] * 2
+    # The original game never moved.
+    assert (await view(client, p0))["info"]["text"].count("x") == 1
+    name, message = await refused(client, "reset", from_snapshot="snap_made-up")
+    assert name == "UnknownSnapshot", message

@@ -192,9 +192,9 @@ class Handlers:
     async def _reset_seats(self, args: Any) -> Reply:
         """Start a game of seats (``--seats``): the seats it claims, each an episode."""
         assert self.tables is not None
-        if getattr(args, "from_snapshot", None) is not None:
-            raise ArgumentError("reset: from_snapshot is not served with seats")
-        seed, options = self._start(args.seed, args.options)
+        from_snapshot = getattr(args, "from_snapshot", None)
+        snapshot = None if from_snapshot is None else self.table.get_snapshot(from_snapshot)
+        seed, options = (None, None) if snapshot else self._start(args.seed, args.options)
         reset = Reset(
             seed,
             options,
@@ -204,7 +204,11 @@ class Handlers:
         )
         handle = args.episode_id
         reply = await self.tables.reset(
-            handle, getattr(args, "seats", None), reset, _caller(self.table)
+            handle,
+            getattr(args, "seats", None),
+            reset,
+            _caller(self.table),
+            None if snapshot is None else snapshot.saved.env_state,
         )
         return self._reply(reply)
 

@@ -154,6 +154,13 @@ class SeatEnv(Environment[_NoConfig]):
         answer = self._answer(self.table.tell(self.agent, consume=False))
         return answer.observation, answer.info
 
+    def snapshot(self) -> Any:
+        # The whole table: a GRPO group per seat starts every seat from it.
+        return {"table": self._table().snapshot(), "seat": self.agent}
+
+    def restore(self, snapshot: Any) -> None:
+        self._table().restore(snapshot["table"])
+
     def state(self) -> dict[str, Any]:
         table = self.table
         if table is None:

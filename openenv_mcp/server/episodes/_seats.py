@@ -101,9 +101,13 @@ class Tables:
         seats: str | list[str] | None,
         op: Reset,
         caller: Caller | None,
+        saved: Any = None,
     ) -> Reply:
-        """Start a game (a new table, or again on the table ``handle`` names) and answer
-        the first seat ``seats`` claims, with every claimed seat's handle."""
+        """Start a game (a new table, or again on the table ``handle`` names; from a
+        seat's snapshot, ``saved``: its whole table) and answer the first seat ``seats``
+        claims, with every claimed seat's handle."""
+        if saved is not None and (not isinstance(saved, dict) or "table" not in saved):
+            raise ArgumentError("reset: from_snapshot takes a snapshot of a seat")
         if handle is not None:  # again, at the table of the seat it names
             if handle not in self.seat_of:
                 self._seated(handle)  # unknown: says so
@@ -121,7 +125,10 @@ class Tables:
         for agent in mine:
             if handle is None or agent != mine[0]:
                 table.claim(agent)  # a seat another client holds is refused
-        table.reset(op.seed, op.options)
+        if saved is None:
+            table.reset(op.seed, op.options)
+        else:  # every seat goes on from the snapshot's position
+            table.restore(saved["table"])
         replies: dict[str, Reply] = {}
         for agent, episode in seated.episodes.items():
             async with episode.lock:
