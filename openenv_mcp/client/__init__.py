@@ -6,6 +6,11 @@
 * :class:`SyncEnvClient`: the same without ``await`` (``MCPEnvClient(...).sync()``);
 * :class:`MCPGymEnv`: a :class:`gymnasium.Env` (``client.as_gym()``);
 * :class:`MCPVectorEnv`: a Gymnasium ``VectorEnv`` over N episodes;
+* :class:`Seat` / :class:`SyncSeat`: one seat of a game of several players
+  (``client.seat(handle)``, on a server of seats: ``serve ENV --seats``);
+* :class:`MCPPettingZooEnv` / :class:`MCPPettingZooParallelEnv`: PettingZoo's AEC and
+  Parallel envs over every seat of a game (``client.as_pettingzoo()``, the
+  ``pettingzoo`` extra);
 * :func:`step_batch`: step episodes of one session in one call.
 
 Importing this package loads none of the server stack; each name loads on first use.
@@ -25,11 +30,15 @@ __all__ = [
     "Episode",
     "MCPEnvClient",
     "MCPGymEnv",
+    "MCPPettingZooEnv",
+    "MCPPettingZooParallelEnv",
     "MCPVectorEnv",
+    "Seat",
     "ServerSpec",
     "Session",
     "SyncEnvClient",
     "SyncEpisode",
+    "SyncSeat",
     "ToolAnswer",
     "step_batch",
 ]
@@ -42,6 +51,10 @@ _EXPORTS = {
     "step_batch": "openenv_mcp.client._session",
     "MCPGymEnv": "openenv_mcp.client._gym",
     "MCPVectorEnv": "openenv_mcp.client._vector",
+    "MCPPettingZooEnv": "openenv_mcp.client._pettingzoo",
+    "MCPPettingZooParallelEnv": "openenv_mcp.client._pettingzoo",
+    "Seat": "openenv_mcp.client._seat",
+    "SyncSeat": "openenv_mcp.client._sync",
     "ServerSpec": "openenv_mcp.client._spec",
     "SyncEnvClient": "openenv_mcp.client._sync",
     "SyncEpisode": "openenv_mcp.client._sync",
@@ -54,7 +67,9 @@ _register_gym_ids()
 if TYPE_CHECKING:
     from openenv_mcp.client._client import MCPEnvClient
     from openenv_mcp.client._gym import MCPGymEnv
+    from openenv_mcp.client._pettingzoo import MCPPettingZooEnv, MCPPettingZooParallelEnv
+    from openenv_mcp.client._seat import Seat
     from openenv_mcp.client._session import Episode, Session, ToolAnswer, step_batch
     from openenv_mcp.client._spec import ServerSpec
-    from openenv_mcp.client._sync import SyncEnvClient, SyncEpisode
+    from openenv_mcp.client._sync import SyncEnvClient, SyncEpisode, SyncSeat
     from openenv_mcp.client._vector import MCPVectorEnv

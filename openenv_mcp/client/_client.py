@@ -6,11 +6,15 @@ The convenience most code wants, with the faces built on top of it: ``sync()``
 
 from __future__ import annotations
 
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from openenv_mcp.client._gym import MCPGymEnv
+from openenv_mcp.client._seat import Seat, open_seat
 from openenv_mcp.client._session import Episode, Session, SessionOptions, Target
 from openenv_mcp.client._sync import SyncEnvClient
+
+if TYPE_CHECKING:
+    from openenv_mcp.client._pettingzoo import MCPPettingZooEnv, MCPPettingZooParallelEnv
 
 __all__ = ["MCPEnvClient"]
 
@@ -70,6 +74,49 @@ class MCPEnvClient(Episode):
     def as_gym(self, render_mode: str | None = None) -> MCPGymEnv:
         """A :class:`gymnasium.Env` over this client (see :class:`MCPGymEnv`)."""
         return MCPGymEnv.from_client(self.sync(), render_mode=render_mode)
+
+    def as_pettingzoo(
+        self, render_mode: str | None = None, *, mask_in_observation: bool = False
+    ) -> MCPPettingZooEnv:
+        """A :class:`pettingzoo.AECEnv` over a server of seats, every seat in this client
+        (see :class:`~openenv_mcp.client.MCPPettingZooEnv`; the ``pettingzoo`` extra)."""
+        from openenv_mcp.client._pettingzoo import MCPPettingZooEnv
+
+        return MCPPettingZooEnv.from_client(
+            self.sync(), render_mode=render_mode, mask_in_observation=mask_in_observation
+        )
+
+    def as_pettingzoo_parallel(
+        self, render_mode: str | None = None, *, mask_in_observation: bool = False
+    ) -> MCPPettingZooParallelEnv:
+        """A :class:`pettingzoo.ParallelEnv` over a server of seats of a game of
+        simultaneous moves (see :class:`~openenv_mcp.client.MCPPettingZooParallelEnv`)."""
+        from openenv_mcp.client._pettingzoo import MCPPettingZooParallelEnv
+
+        return MCPPettingZooParallelEnv.from_client(
+            self.sync(), render_mode=render_mode, mask_in_observation=mask_in_observation
+        )
+
+    async def seat(
+        self,
+        handle: str | None = None,
+        *,
+        table_id: str | None = None,
+        join: bool = False,
+        name: str | None = None,
+    ) -> Seat:
+        """One seat of a game on a server of seats, on this client's connection (made
+        here if it is not yet): the seat ``handle`` names (a handle another client's
+        reset handed out), or with ``join=True`` an open seat taken (of the game
+        ``table_id``, the seat ``name``; by default the oldest game's first open seat)::
+
+            async with MCPEnvClient("http://host:8000/mcp") as client:
+                seat = await client.seat(handle)
+                obs, reward, terminated, truncated, info = await seat.last()
+
+        See :class:`~openenv_mcp.client.Seat`.
+        """
+        return await open_seat(self.session, handle, table_id=table_id, join=join, name=name)
 
     def __repr__(self) -> str:
         return f"<MCPEnvClient {self.session!r} episode={self.episode_id}>"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
@@ -28,7 +28,10 @@ from openenv_mcp.environment import ActionSet
 from openenv_mcp.errors import ResetNeeded
 from openenv_mcp.tasks import Task
 
-__all__ = ["SyncEnvClient", "SyncEpisode"]
+if TYPE_CHECKING:
+    from openenv_mcp.client._seat import Seat
+
+__all__ = ["SyncEnvClient", "SyncEpisode", "SyncSeat"]
 
 
 class SyncEpisode:
@@ -215,6 +218,25 @@ class SyncEnvClient(SyncEpisode):
     def __enter__(self) -> SyncEnvClient:
         return self
 
+    def seat(
+        self,
+        handle: str | None = None,
+        *,
+        table_id: str | None = None,
+        join: bool = False,
+        name: str | None = None,
+    ) -> SyncSeat:
+        """One seat of a game on a server of seats, blocking (see
+        :meth:`MCPEnvClient.seat <openenv_mcp.client.MCPEnvClient.seat>`); it keeps this
+        client alive, and closing it closes the seat only."""
+        from openenv_mcp.client._seat import open_seat
+
+        async def take() -> SyncSeat:
+            found = await open_seat(self.session, handle, table_id=table_id, join=join, name=name)
+            return SyncSeat(found, self._loop, owner=self)
+
+        return self._loop.run(take)
+
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
@@ -225,6 +247,85 @@ class SyncEnvClient(SyncEpisode):
         is garbage-collected.
         """
         self._loop.stop()
+
+
+class SyncSeat(SyncEpisode):
+    """The blocking face of a :class:`Seat` (``SyncEnvClient.seat(...)``)::
+
+        client = MCPEnvClient("http://host:8000/mcp").sync()
+        with client.seat(handle) as seat:
+            obs, reward, terminated, truncated, info = seat.last()
+            while not (terminated or truncated):
+                seat.step(policy(obs, info["action_mask"]))
+                obs, reward, terminated, truncated, info = seat.last()
+
+    It keeps the client it came from alive; closing it closes the seat only.
+    """
+
+    def __init__(self, seat: Seat, loop: EventLoopThread, owner: object = None) -> None:
+        super().__init__(seat, loop)
+        self._seat = seat
+        self._owner = owner
+
+    @property
+    def seat(self) -> Seat:
+        """The async seat underneath."""
+        return self._seat
+
+    @property
+    def name(self) -> str | None:
+        """The seat's name in its game."""
+        return self._seat.name
+
+    @property
+    def handle(self) -> str:
+        """The seat's handle."""
+        return self._seat.handle
+
+    @property
+    def table_id(self) -> str | None:
+        """The game's handle (for another client's ``join``)."""
+        return self._seat.table_id
+
+    @property
+    def ended(self) -> bool:
+        """Whether the server has told the seat its game ended."""
+        return self._seat.ended
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The info of the seat's latest answer."""
+        return self._seat.info
+
+    def step(self, action: Any, *, wait: bool = True) -> Transition:
+        """See :meth:`Seat.step`."""
+
+        async def step() -> Transition:
+            return await self._seat.step(action, wait=wait)
+
+        return self._loop.run(step)
+
+    def state(self, *, wait: bool = False) -> tuple[Any, dict[str, Any]]:
+        """See :meth:`Seat.state`."""
+
+        async def state() -> tuple[Any, dict[str, Any]]:
+            return await self._seat.state(wait=wait)
+
+        return self._loop.run(state)
+
+    def last(self, *, wait: bool = True) -> Transition:
+        """See :meth:`Seat.last`."""
+
+        async def last() -> Transition:
+            return await self._seat.last(wait=wait)
+
+        return self._loop.run(last)
+
+    def __enter__(self) -> SyncSeat:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _closer(episode: Episode, session: Session) -> Callable[[], Awaitable[None]]:
