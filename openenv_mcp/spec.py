@@ -118,6 +118,8 @@ class EnvSpec:
         np_random: whether the env has a random generator that clients mirror.
         splits: the task set's splits (``{"name", "type", "tasks"}``, ``tasks`` their
             sizes); empty where the env publishes no tasks (:mod:`openenv_mcp.tasks`).
+        seats: every seat of the game, where the server serves seats (``--seats``:
+            :mod:`openenv_mcp.seats`); empty otherwise.
         settings: the server's limits and options, where a server published the spec
             (empty in a spec made from an environment alone).
         version: the openenv-mcp version that made the spec (``""`` if it did not say).
@@ -148,6 +150,7 @@ class EnvSpec:
     extras: tuple[str, ...] = ()
     np_random: bool = False
     splits: tuple[dict[str, Any], ...] = ()
+    seats: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
     version: str = ""
     instructions: str = ""
@@ -231,6 +234,7 @@ class EnvSpec:
             "extras": list(self.extras),
             "np_random": self.np_random,
             "splits": list(self.splits),
+            "seats": list(self.seats),
             "settings": self.settings,
             VERSION_KEY: self.version,
         }
@@ -269,6 +273,7 @@ class EnvSpec:
             extras=read.names("extras"),
             np_random=read.flag("np_random"),
             splits=read.splits("splits"),
+            seats=read.names("seats"),
             settings=read.object("settings"),
             version=read.text(VERSION_KEY),
         )

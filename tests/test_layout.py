@@ -10,6 +10,12 @@ from tests.servers import ROOT
 
 #: Modules tested in files not named after them, and those files.
 ELSEWHERE: dict[str, list[str]] = {
+    "seats/_game.py": ["envs/test_openspiel_seats.py", "server/test_seats.py"],
+    "seats/_table.py": ["server/test_seats.py"],
+    "server/episodes/_seats.py": ["server/test_seats.py"],
+    "server/episodes/_seat_env.py": ["server/test_seats.py"],
+    "server/tools/_seats.py": ["server/test_seats.py"],
+    "client/_seat.py": ["client/test_pettingzoo.py"],
     "wire/handles.py": ["server/test_secrets.py"],
     "_util/interpreter.py": ["server/test_planted_cwd.py"],
     "_launch.py": [

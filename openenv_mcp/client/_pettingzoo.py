@@ -52,6 +52,14 @@ class _Seating:
             self.wanted: str | list[str] = (
                 setting if isinstance(setting, str) and setting != "all" else "all"
             )
+            #: The agents this face holds, where the server's spec says (a newer server).
+            self.known: list[str] | None = (
+                None
+                if not spec.seats
+                else list(spec.seats)
+                if self.wanted == "all"
+                else [a for a in spec.seats if a in str(self.wanted).split(",")]
+            )
             self.reset_options = sorted(spec.options)
             action_space = spec.action_space
             self.action_space: spaces.Space[Any] = action_space
@@ -291,8 +299,11 @@ class MCPPettingZooEnv(AECEnv):  # type: ignore[misc,unused-ignore]
 
     @property
     def possible_agents(self) -> list[str]:
-        """Every agent of the game (known once the first reset took the seats)."""
+        """Every agent of the game this face holds (from the server's spec; from an
+        older server's, once the first reset took the seats)."""
         if self._possible is None:
+            if self._seating.known is not None:
+                return self._seating.known
             raise _unknown_before_reset("possible_agents")
         return self._possible
 
@@ -483,8 +494,11 @@ class MCPPettingZooParallelEnv(ParallelEnv):  # type: ignore[misc,unused-ignore]
 
     @property
     def possible_agents(self) -> list[str]:
-        """Every agent of the game (known once the first reset took the seats)."""
+        """Every agent of the game this face holds (from the server's spec; from an
+        older server's, once the first reset took the seats)."""
         if self._possible is None:
+            if self._seating.known is not None:
+                return self._seating.known
             raise _unknown_before_reset("possible_agents")
         return self._possible
 

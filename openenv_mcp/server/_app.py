@@ -8,6 +8,7 @@ tool catalog (``tools/_catalog``), and the static description as resources.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,11 @@ class EnvApp:
         if problems:
             self.prototype.close()
             raise ArgumentError(f"{env_cls.__name__} breaks the contract: " + "; ".join(problems))
-        if settings.seats is not None:
-            self._seat_spaces()
+        seats = self._seat_spaces() if settings.seats is not None else ()
         #: Everything static about the environment, read by every face of the server.
-        self.spec = EnvSpec.of(self.prototype, settings=settings.model_dump(mode="json"))
+        self.spec = dataclasses.replace(
+            EnvSpec.of(self.prototype, settings=settings.model_dump(mode="json")), seats=seats
+        )
         #: The tasks it publishes (:mod:`openenv_mcp.tasks`), or ``None``.
         self.task_set = self.prototype.task_set()
         if settings.task is not None:  # checked now: a server that cannot start it says so
@@ -121,9 +123,9 @@ class EnvApp:
         self.handlers = Handlers(self.table, settings, self.prototype)
         self.tools: list[ModelTool] = build_tools(self.spec, self.handlers, settings)
 
-    def _seat_spaces(self) -> None:
+    def _seat_spaces(self) -> tuple[str, ...]:
         """Serve a seat's spaces (its game's, where they differ from the one-seat env's):
-        the prototype answers static questions, seats' included."""
+        the prototype answers static questions, seats' included. The game's seats."""
         game = self.prototype.seated_game()
         if game is None:
             raise ArgumentError(
@@ -134,6 +136,7 @@ class EnvApp:
             first = game.possible_agents[0]
             self.prototype.action_space = game.action_space(first)
             self.prototype.observation_space = game.observation_space(first)
+            return tuple(game.possible_agents)
         finally:
             game.close()
 

@@ -27,12 +27,9 @@ from openenv_mcp.errors import ArgumentError, InvalidAction, ResetNeeded
 from openenv_mcp.server import ServerSettings, build_server
 from tests.servers import serve_target
 
-#: PettingZoo's advice that is no failure, and what each game earns of it: a face learns
-#: the agents at its first reset, and the test's reset passes an option of no env's.
-ALWAYS = (
-    r"This environment does not have possible_agents defined",
-    r"reset options not \w+'s left out: options \(",
-)
+#: PettingZoo's advice that is no failure, and what each game earns of it: the test's
+#: reset passes an option of no env's (the faces know the agents from the server's spec).
+ALWAYS = (r"reset options not \w+'s left out: options \(",)
 UNBOUNDED = (r"observation space value is infinity", r"observation space value is -infinity")
 #: An empty tic-tac-toe board's planes are all 0.
 EMPTY_BOARD = (r"Observation numpy array is all zeros",)
@@ -96,13 +93,6 @@ def test_api_test_passes(
     advice(*allowed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="chess's observation is the FEN (a str in an AnyText space), and api_test reads "
-    "every observation's .dtype (pettingzoo/test/api_test.py, "
-    "_test_observation_space_compatibility)",
-)
 def test_api_test_passes_for_chess(advice: Callable[..., None]) -> None:
     aec = MCPEnvClient(seats_server("chess", engine="builtin", depth=1)).as_pettingzoo()
     try:
@@ -248,8 +238,7 @@ def test_refusals_name_what_was_expected() -> None:
         MCPEnvClient(tic_tac_toe()).as_pettingzoo(render_mode="human")
     env = MCPEnvClient(tic_tac_toe()).as_pettingzoo()
     try:
-        with pytest.raises(AttributeError, match="known once reset"):
-            _ = env.possible_agents
+        assert env.possible_agents == ["player_0", "player_1"]  # the spec's, before reset
         with pytest.raises(ResetNeeded, match="reset"):
             env.step(0)
         env.reset(seed=1)

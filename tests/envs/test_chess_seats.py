@@ -17,10 +17,16 @@ from gymnasium import spaces
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption
 from openenv_mcp.options import make_config
 from openenv_mcp.seats import SeatedGame
-from openenv_mcp.spaces import AnyText
 from openenv_mcp_envs.chess import BuiltinEngine, ChessConfig, ChessEnv, RandomOpponent
 from openenv_mcp_envs.chess._render import BOARD_PIXELS, draw_board
-from openenv_mcp_envs.chess._seats import MOVE_IDS, MOVES, ChessGame, ChessGameSnapshot
+from openenv_mcp_envs.chess._seats import (
+    MOVE_IDS,
+    MOVES,
+    PLANES,
+    ChessGame,
+    ChessGameSnapshot,
+    planes,
+)
 
 AGENTS = ["white", "black"]
 
@@ -49,7 +55,7 @@ def check_observations(game: ChessGame) -> None:
     for agent in AGENTS:
         obs, info = game.observe(agent)
         assert game.observation_space(agent).contains(obs)
-        assert obs == game.board.fen() == info["fen"]
+        assert (obs == planes(game.board)).all() and info["fen"] == game.board.fen()
         mask = info["action_mask"]
         assert len(mask) == game.action_space(agent).n == len(MOVES)  # type: ignore[attr-defined]
         assert set(mask) <= {0, 1}
@@ -93,7 +99,7 @@ def test_the_env_publishes_a_new_game_of_two_seats() -> None:
     for agent in AGENTS:
         assert game.action_space(agent) == spaces.Discrete(1968)
         assert game.action_space(agent) is game.action_space(agent)
-        assert game.observation_space(agent) == AnyText(128)
+        assert game.observation_space(agent) == PLANES
         assert game.observation_space(agent) is game.observation_space(agent)
     with pytest.raises(ArgumentError, match="expected a seat, white or black, got 'red'"):
         game.action_space("red")
@@ -370,7 +376,9 @@ def test_snapshots_restore_the_game_and_its_player() -> None:
     game.reset(seed=1)
     assert isinstance(game._opponent, RandomOpponent)
     game.restore(saved)
-    assert game.board.fen() == seen[0] and game.observe("black") == seen
+    again = game.observe("black")
+    assert game.board.fen() == seen[1]["fen"] and (again[0] == seen[0]).all()
+    assert again[1] == seen[1]
     assert isinstance(game._opponent, BuiltinEngine) and game._opponent.depth == 1
     assert play(game, ["Nc6"]) == [{"white": 0.0, "black": 0.0}]
     with pytest.raises(UnsupportedOption, match="expected a seated chess game's snapshot"):

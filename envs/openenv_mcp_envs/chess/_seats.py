@@ -108,6 +108,22 @@ class ChessGameSnapshot:
     setting: tuple[str, int | None, int | None] | None
 
 
+#: A position as planes: 8 ranks x 8 files x 13 (White's pawn, knight, bishop, rook,
+#: queen, king; Black's the same; all ones where White is to move), rank 0 the first.
+PLANES = spaces.Box(0, 1, (8, 8, 13), np.int8)
+
+
+def planes(board: chess.Board) -> np.ndarray:
+    """``board`` as :data:`PLANES`: the same for both seats (chess hides nothing)."""
+    out = np.zeros((8, 8, 13), np.int8)
+    for square, piece in board.piece_map().items():
+        plane = piece.piece_type - 1 + (0 if piece.color == chess.WHITE else 6)
+        out[chess.square_rank(square), chess.square_file(square), plane] = 1
+    if board.turn == chess.WHITE:
+        out[:, :, 12] = 1
+    return out
+
+
 class ChessGame(SeatedGame):
     """Chess between two seats, ``white`` and ``black``, on the single-seat env's rules.
 
@@ -130,7 +146,7 @@ class ChessGame(SeatedGame):
         #: The position's outcome and legal moves (``None``: not worked out since it changed).
         self._known: _Now | None = None
         self._actions = spaces.Discrete(len(MOVES))
-        self._observations: spaces.Space[Any] = env.observation_space
+        self._observations: spaces.Space[Any] = PLANES
 
     # -- spaces ------------------------------------------------------------------------
 
@@ -283,7 +299,8 @@ class ChessGame(SeatedGame):
     # -- what a seat sees --------------------------------------------------------------
 
     def observe(self, agent: str) -> tuple[Any, dict[str, Any]]:
-        """The position's FEN (the env's observation) and ``info``: ``text`` (whose move,
+        """The position as planes (:func:`planes`; a trainer's array, as PettingZoo's
+        chess observes; the FEN is ``info["fen"]``) and ``info``: ``text`` (whose move,
         the env's diagram and FEN, the seat's legal moves), ``fen``, ``turn``, ``you``,
         ``check``, ``result`` and ``termination`` (as the env's), ``truncated``,
         ``action_mask``, ``legal_actions`` (ids), ``legal_action_names`` (SAN) and
@@ -309,7 +326,7 @@ class ChessGame(SeatedGame):
             "legal_action_names": [name for _, name in legal],
             "legal_moves": [MOVES[action] for action, _ in legal],
         }
-        return board.fen(), info
+        return planes(board), info
 
     def _text(self, side: bool, legal: list[tuple[int, str]]) -> str:
         board = self.board

@@ -29,8 +29,8 @@ from openenv_mcp.errors import (
 )
 from openenv_mcp.seats import Move, SeatedGame
 from openenv_mcp_envs.openspiel import _bots
+from openenv_mcp_envs.openspiel._common import MAX_TEXT, draw_text, seeded
 from openenv_mcp_envs.openspiel._narration import listing, short_name
-from openenv_mcp_envs.openspiel.env import MAX_TEXT, OpenSpielEnv, _draw_text, _seeded
 
 __all__ = ["OpenSpielGame"]
 
@@ -48,20 +48,20 @@ class OpenSpielGame(SeatedGame):
             (only read: the env's own episode is untouched).
     """
 
-    def __init__(self, env: OpenSpielEnv) -> None:
+    def __init__(self, env: Any) -> None:
         self._env = env
         self.game = env.game
         self.title = str(env.game_type.long_name)
         self.possible_agents = [f"player_{i}" for i in range(env.num_players)]
         self._seats = {agent: i for i, agent in enumerate(self.possible_agents)}
-        self._observation_space = env.observation_space
-        self._action_space = env.action_space
+        self._observation_space: spaces.Space[Any] = env.observation_space
+        self._action_space: spaces.Space[Any] = env.action_space
         self._state: Any = None
         self._steps = 0
         self._opponent: str = env.config.opponent
         self._simulations: int = env.config.mcts_simulations
         # Fresh entropy until a seed is given; unseeded resets go on from here.
-        self._chance_rng = _seeded(None)[0]
+        self._chance_rng = seeded(None)[0]
 
     # -- spaces ------------------------------------------------------------------------
 
@@ -86,7 +86,7 @@ class OpenSpielGame(SeatedGame):
         parsed = parse_options(self._env, opts) or {}
         opponent, simulations = self._env._opponent_of(parsed)
         if seed is not None:  # unseeded, chance goes on (Gymnasium's meaning)
-            self._chance_rng = _seeded(seed)[0]
+            self._chance_rng = seeded(seed)[0]
         self._opponent, self._simulations = opponent, simulations
         self._state = self.game.new_initial_state()
         self._steps = 0
@@ -214,8 +214,8 @@ class OpenSpielGame(SeatedGame):
             return None
         state = self._live()
         if viewer is None:
-            return _draw_text(str(state)[:MAX_TEXT])
-        return _draw_text(self._env.agent_text(state, self._seat(viewer)))
+            return draw_text(str(state)[:MAX_TEXT])
+        return draw_text(self._env.agent_text(state, self._seat(viewer)))
 
     # -- built-in players --------------------------------------------------------------
 

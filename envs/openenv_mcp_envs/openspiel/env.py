@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -50,9 +49,11 @@ from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption, 
 from openenv_mcp.spaces import AnyText, NamedDiscrete
 from openenv_mcp.tasks import TaskSet
 from openenv_mcp_envs.openspiel import _bots
+from openenv_mcp_envs.openspiel._common import MAX_TEXT, draw_text, seeded
 from openenv_mcp_envs.openspiel._games import list_games, load, parse_params, unsupported_games
 from openenv_mcp_envs.openspiel._narration import OpenSpielNarration, listing, short_name
 from openenv_mcp_envs.openspiel._openenv import OpenSpielModels
+from openenv_mcp_envs.openspiel._seats import OpenSpielGame
 from openenv_mcp_envs.openspiel._tasks import openspiel_tasks
 
 if TYPE_CHECKING:
@@ -62,17 +63,10 @@ __all__ = ["OpenSpielConfig", "OpenSpielEnv"]
 
 log = logging.getLogger(__name__)
 
-#: Longest text observation (characters); the state as text is cut there.
-MAX_TEXT = 1 << 16
 #: State texts longer than this are drawn as an image instead (by default): a model's
 #: one-line summary shows only the first 300 characters of the observation text.
 FRAME_THRESHOLD = 150
 _ObservationKind = Literal["auto", "observation_tensor", "information_state_tensor", "text"]
-_FONT_PATHS = (
-    "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSansMono.ttf",
-    "/usr/share/fonts/TTF/DejaVuSansMono.ttf",
-)
 
 
 class OpenSpielConfig(BaseModel):
@@ -149,34 +143,6 @@ def _box(shape: tuple[int, ...]) -> spaces.Box:
     return spaces.Box(-np.inf, np.inf, shape, np.float32)
 
 
-@functools.cache
-def _font(size: int) -> Any:
-    from PIL import ImageFont
-
-    for path in _FONT_PATHS:
-        if Path(path).exists():
-            return ImageFont.truetype(path, size)
-    return ImageFont.load_default(size)
-
-
-def _draw_text(text: str) -> np.ndarray:
-    """``text`` in a monospace font, light on dark, as an HxWx3 uint8 array."""
-    from PIL import Image, ImageDraw
-
-    lines = (text or " ").splitlines() or [" "]
-    lines = [line[:160] for line in lines[:80]]
-    font = _font(16)
-    left, top, right, bottom = font.getbbox("M")
-    cell_w, cell_h = max(1, right - left), max(1, int((bottom - top) * 1.45) + 2)
-    width = 24 + cell_w * max(len(line) for line in lines)
-    height = 24 + cell_h * len(lines)
-    image = Image.new("RGB", (width, height), (32, 34, 40))
-    draw = ImageDraw.Draw(image)
-    for i, line in enumerate(lines):
-        draw.text((12, 12 + i * cell_h), line, font=font, fill=(235, 235, 225))
-    return np.asarray(image, dtype=np.uint8).copy()
-
-
 def _has_shape(shape: Any) -> bool:
     """Whether a game's tensor shape is implemented (crossword declares one it lacks)."""
     try:
@@ -231,14 +197,6 @@ def _options(players: int) -> type[BaseModel]:
         )
     return create_model(
         "OpenSpielOptions", __config__=ConfigDict(extra="forbid", strict=True), **fields
-    )
-
-
-def _seeded(seed: int | None) -> tuple[np.random.RandomState, ...]:
-    """The generators of chance, the opponents and a random seat, from ``seed`` (fresh
-    entropy for ``None``)."""
-    return tuple(
-        np.random.RandomState(s.generate_state(4)) for s in np.random.SeedSequence(seed).spawn(3)
     )
 
 
@@ -299,7 +257,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         self._state: Any = None
         self._seat = 0 if config.player == "random" else int(config.player)
         # Fresh entropy until a seed is given; unseeded resets go on from here.
-        self._chance_rng, self._opponent_rng, self._seat_rng = _seeded(None)
+        self._chance_rng, self._opponent_rng, self._seat_rng = seeded(None)
         self._steps = 0
         self._moves: list[dict[str, Any]] = []
         self._rewards = [0.0] * self.num_players
@@ -441,8 +399,8 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         if self.render_mode != "rgb_array":
             return None
         if self._state is None:
-            return _draw_text(" ")
-        return _draw_text(self.agent_text(self._state, self._seat))
+            return draw_text(" ")
+        return draw_text(self.agent_text(self._state, self._seat))
 
     # -- actions -----------------------------------------------------------------------
 
@@ -550,7 +508,7 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         seat = opts.get("player")  # a seat of the game: checked against Options
         opponent, simulations = self._opponent_of(opts)
         if seed is not None:  # unseeded, every stream goes on (Gymnasium's meaning)
-            self._chance_rng, self._opponent_rng, self._seat_rng = _seeded(seed)
+            self._chance_rng, self._opponent_rng, self._seat_rng = seeded(seed)
         if seat is not None:
             self._seat = int(seat)
         elif self.config.player == "random":
@@ -607,8 +565,6 @@ class OpenSpielEnv(Environment[OpenSpielConfig]):
         for a one-player game."""
         if self.num_players < 2:
             return None
-        from openenv_mcp_envs.openspiel._seats import OpenSpielGame
-
         return OpenSpielGame(self)
 
     def task_set(self) -> TaskSet:
