@@ -644,6 +644,16 @@ def bench(
             min=1, help="With --vs: the MCP side's episodes spread over this many servers."
         ),
     ] = 1,
+    seats: Annotated[
+        bool,
+        typer.Option(
+            "--seats",
+            help="Instead: ENV's game with every player a seat (serve --seats all), every "
+            "seat driven through PettingZoo's AEC loop over MCP (as_pettingzoo) against the "
+            "env's game in this process through the same loop: moves/s and their ratio "
+            "(--steps moves a repeat; stdio or memory).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Steps/s of ENV in-process and over MCP in the same run, and their ratio.
@@ -662,6 +672,7 @@ def bench(
         run_live,
         run_startup,
     )
+    from openenv_mcp.bench._seats import SeatsResult, run_seats_bench
     from openenv_mcp.bench._versus import VersusResult, run_versus
 
     # `bench openenv` alone: the old spelling of `bench --vs openenv`, still run as it was.
@@ -707,8 +718,10 @@ def bench(
         typer.echo(message, err=True)
 
     try:
-        result: BenchResult | LiveResult | StartupResult | VersusResult
-        if vs is not None:
+        result: BenchResult | LiveResult | StartupResult | VersusResult | SeatsResult
+        if seats:
+            result = run_seats_bench(config, progress)
+        elif vs is not None:
             result = run_versus(config, vs, progress)
         elif startup:
             result = run_startup(config, progress)
