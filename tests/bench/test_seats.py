@@ -37,7 +37,5 @@ def test_bench_seats_reports_both_sides_and_their_ratio(game: list[str]) -> None
 def test_bench_seats_refuses_a_game_of_one_player_and_other_transports() -> None:
     result = runner.invoke(app, ["bench", "echo", "--seats", "--transport", "memory", *TINY])
     assert result.exit_code == 2 and "echo has one player" in result.output
-    result = runner.invoke(
-        app, ["bench", "openspiel", "--seats", "--transport", "http", *TINY]
-    )
+    result = runner.invoke(app, ["bench", "openspiel", "--seats", "--transport", "http", *TINY])
     assert result.exit_code == 2 and "stdio or memory" in result.output
