@@ -234,7 +234,10 @@ class Tables:
         first = next(iter(handles))
         others = {a: h for a, h in handles.items() if a != first}
         turn = "your turn" if first in table.game.to_move() else table.whose_turn()
-        words = f"You hold seat {first} of game {table.id} ({turn})"
+        words = (
+            f"You hold seat {first} of game {table.id} ({turn}); pass seat="
+            f"{handles[first]!r} to step, state and legal_actions"
+        )
         if others:
             words += "; the other seats' handles (hand each to its player): " + ", ".join(
                 f"{a}={h}" for a, h in others.items()
