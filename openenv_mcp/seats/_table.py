@@ -223,10 +223,16 @@ class Table:
 
     def whose_turn(self) -> str:
         """Whose turn it is, in words."""
-        if self.game.over:
-            return "the game is over"
-        movers = [a for a in self.game.to_move() if a not in self._pending]
-        return f"{' and '.join(movers) or 'nobody'} to move"
+        with self.cond:
+            if self.game.over:
+                return "the game is over"
+            movers = [a for a in self.game.to_move() if a not in self._pending]
+            return f"{' and '.join(movers) or 'nobody'} to move"
+
+    def turn_words(self, agent: str) -> str:
+        """Whose turn it is, in words for ``agent``."""
+        with self.cond:
+            return "your turn" if self._my_turn(agent) else self.whose_turn()
 
     def _my_turn(self, agent: str) -> bool:
         return agent in self.game.to_move() and agent not in self._pending

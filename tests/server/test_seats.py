@@ -442,3 +442,14 @@ async def test_a_seat_snapshot_starts_groups_of_whole_games_from_one_position(
     assert (await view(client, p0))["info"]["text"].count("x") == 1
     name, message = await refused(client, "reset", from_snapshot="snap_made-up")
     assert name == "UnknownSnapshot", message
+
+
+async def test_a_table_a_seat_left_starts_no_new_game(client: Client) -> None:
+    mine = await table(client)
+    p0, p1 = mine["seats"]["player_0"], mine["seats"]["player_1"]
+    await call(client, "close", episode_id=p1)
+    name, message = await refused(client, "reset", episode_id=p0)
+    assert name == "ArgumentError" and "player_1 left" in message, message
+    assert (await view(client, p0))["step"] == 0  # the seat that stayed is as it was
+    fresh = await table(client)  # a new table is fine
+    assert fresh["seats"]["player_0"] != p0

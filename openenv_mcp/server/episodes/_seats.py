@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
+
 from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ArgumentError, UnknownEpisode
@@ -116,6 +118,12 @@ class Tables:
                     "game at that table starts from a seat's handle (reset(episode_id=SEAT))"
                 )
             seated, own = self.seat_of[handle]
+            gone = [a for a in seated.table.clients if a not in seated.episodes]
+            if gone:
+                raise ArgumentError(
+                    f"{gone[0]} left this game's table (its seat's episode was closed), so "
+                    "no new game starts there: reset without episode_id starts a new table"
+                )
             more = [] if seats is None else self._claimed(seats)
             mine = [own, *(a for a in more if a != own)]
         else:
@@ -125,10 +133,11 @@ class Tables:
         for agent in mine:
             if handle is None or agent != mine[0]:
                 table.claim(agent)  # a seat another client holds is refused
+        # On a thread: built-in opponents (MCTS) may think before the first client's turn.
         if saved is None:
-            table.reset(op.seed, op.options)
+            await anyio.to_thread.run_sync(table.reset, op.seed, op.options)
         else:  # every seat goes on from the snapshot's position
-            table.restore(saved["table"])
+            await anyio.to_thread.run_sync(table.restore, saved["table"])
         replies: dict[str, Reply] = {}
         for agent, episode in seated.episodes.items():
             async with episode.lock:
@@ -233,9 +242,8 @@ class Tables:
         words for a model: the handles it must pass on)."""
         first = next(iter(handles))
         others = {a: h for a, h in handles.items() if a != first}
-        turn = "your turn" if first in table.game.to_move() else table.whose_turn()
         words = (
-            f"You hold seat {first} of game {table.id} ({turn}); pass seat="
+            f"You hold seat {first} of game {table.id} ({table.turn_words(first)}); pass seat="
             f"{handles[first]!r} to step, state and legal_actions"
         )
         if others:
