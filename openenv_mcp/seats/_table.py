@@ -11,6 +11,7 @@ soon as it is their turn, on the thread of the move before.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -287,8 +288,9 @@ class Table:
                 self._commit()
                 self._play_builtins()
             self.cond.notify_all()
-            if self.seats[agent].waits:
-                self._wait(lambda: self.game.over or self._my_turn(agent), deadline)
+            if self.seats[agent].waits:  # its move stands: a partner gone is told next call
+                with contextlib.suppress(ResetNeeded):
+                    self._wait(lambda: self.game.over or self._my_turn(agent), deadline)
 
     def wait_turn(self, agent: str, deadline: float) -> bool:
         """Wait until it is ``agent``'s turn or the game is over; whether it is."""
