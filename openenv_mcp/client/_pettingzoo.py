@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from gymnasium import spaces
@@ -216,29 +216,13 @@ def _unknown_before_reset(name: str) -> AttributeError:
     return AttributeError(f"{name}: the game's agents are known once reset() has taken the seats")
 
 
-class MCPPettingZooEnv(AECEnv):  # type: ignore[misc,unused-ignore]
-    """A game served with seats as a :class:`pettingzoo.AECEnv`: every seat in this client.
+class _Face:
+    """What both PettingZoo faces share: making one over a target or a client, the seats
+    it holds, the agents and spaces, closing, and the repr. Each face names the call it
+    is (``_call``) and starts its own state in ``_adopt``."""
 
-    Passes ``pettingzoo.test.api_test``. ``reset`` takes the seats the first time
-    (``reset(seats=...)``; later resets start the game again at the same table);
-    ``step`` plays ``agent_selection``'s move on its seat and learns every agent's reward,
-    termination and truncation from the answer (``seat_rewards``, ``terminations``,
-    ``truncations``) and who is to move (``to_move``: several at a simultaneous node,
-    each stepped in turn, the joint move committing with the last). ``observe(agent)``
-    is that seat's view now; ``infos[agent]`` its latest info, with ``action_mask`` (a
-    numpy int8 array: 1 for the legal actions, all 0 unless it is to move), ``text``,
-    ``legal_actions``... A finished agent's ``step(None)`` collects its seat's final
-    answer and drops it from ``agents``, as PettingZoo's convention is.
-
-    Args:
-        target: a server of seats (a FastMCP server, a command, or an ``http(s)://`` URL,
-            as :class:`~openenv_mcp.client.MCPEnvClient` takes).
-        render_mode: ``"ansi"`` (the game in words, as the selected agent sees it) or
-            ``"rgb_array"`` (its frame, where the env draws one), or ``None``.
-        mask_in_observation: hand out ``{"observation": obs, "action_mask": mask}`` (as
-            PettingZoo's classic games do) instead of the env's observation.
-        **client_options: the :class:`~openenv_mcp.client.Session`'s options.
-    """
+    #: The client call this face is, for a server without seats' error.
+    _call: ClassVar[str]
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "name": "openenv_mcp"}  # noqa: RUF012
 
@@ -260,7 +244,7 @@ class MCPPettingZooEnv(AECEnv):  # type: ignore[misc,unused-ignore]
         *,
         render_mode: str | None = None,
         mask_in_observation: bool = False,
-    ) -> MCPPettingZooEnv:
+    ) -> Self:
         """An adapter over a connected sync client; closing the adapter closes the client."""
         env = cls.__new__(cls)
         env._adopt(client, render_mode, mask_in_observation)
@@ -269,21 +253,13 @@ class MCPPettingZooEnv(AECEnv):  # type: ignore[misc,unused-ignore]
     def _adopt(
         self, client: SyncEnvClient, render_mode: str | None, mask_in_observation: bool
     ) -> None:
-        self._seating = _Seating(
-            client, mask_in_observation=mask_in_observation, what="as_pettingzoo()"
-        )
+        self._seating = _Seating(client, mask_in_observation=mask_in_observation, what=self._call)
         self.render_mode = _check_render_mode(self._seating, render_mode)
         self.metadata = {
             "render_modes": _render_modes(self._seating.has_frame),
             "name": f"openenv_mcp/{self._seating.env_name}",
-            "is_parallelizable": False,
         }
         self._possible: list[str] | None = None
-        #: Each agent's latest view, with the move count it was taken at.
-        self._views: dict[str, tuple[int, View]] = {}
-        self._moves = 0
-        self._over = False
-        self._skip_agent_selection: str | None = None
 
     # -- what it is ------------------------------------------------------------------------
 
@@ -314,6 +290,51 @@ class MCPPettingZooEnv(AECEnv):  # type: ignore[misc,unused-ignore]
     def action_space(self, agent: str) -> spaces.Space[Any]:
         self._seating.check_agent(agent)
         return self._seating.action_space
+
+    def close(self) -> None:
+        """Close every seat and the connection (a stdio server is stopped). Idempotent."""
+        self._seating.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._seating.env_name} seats={list(self.seats)}>"
+
+
+class MCPPettingZooEnv(_Face, AECEnv):  # type: ignore[misc,unused-ignore]
+    """A game served with seats as a :class:`pettingzoo.AECEnv`: every seat in this client.
+
+    Passes ``pettingzoo.test.api_test``. ``reset`` takes the seats the first time
+    (``reset(seats=...)``; later resets start the game again at the same table);
+    ``step`` plays ``agent_selection``'s move on its seat and learns every agent's reward,
+    termination and truncation from the answer (``seat_rewards``, ``terminations``,
+    ``truncations``) and who is to move (``to_move``: several at a simultaneous node,
+    each stepped in turn, the joint move committing with the last). ``observe(agent)``
+    is that seat's view now; ``infos[agent]`` its latest info, with ``action_mask`` (a
+    numpy int8 array: 1 for the legal actions, all 0 unless it is to move), ``text``,
+    ``legal_actions``... A finished agent's ``step(None)`` collects its seat's final
+    answer and drops it from ``agents``, as PettingZoo's convention is.
+
+    Args:
+        target: a server of seats (a FastMCP server, a command, or an ``http(s)://`` URL,
+            as :class:`~openenv_mcp.client.MCPEnvClient` takes).
+        render_mode: ``"ansi"`` (the game in words, as the selected agent sees it) or
+            ``"rgb_array"`` (its frame, where the env draws one), or ``None``.
+        mask_in_observation: hand out ``{"observation": obs, "action_mask": mask}`` (as
+            PettingZoo's classic games do) instead of the env's observation.
+        **client_options: the :class:`~openenv_mcp.client.Session`'s options.
+    """
+
+    _call = "as_pettingzoo()"
+
+    def _adopt(
+        self, client: SyncEnvClient, render_mode: str | None, mask_in_observation: bool
+    ) -> None:
+        super()._adopt(client, render_mode, mask_in_observation)
+        self.metadata["is_parallelizable"] = False
+        #: Each agent's latest view, with the move count it was taken at.
+        self._views: dict[str, tuple[int, View]] = {}
+        self._moves = 0
+        self._over = False
+        self._skip_agent_selection: str | None = None
 
     # -- the game --------------------------------------------------------------------------
 
@@ -412,19 +433,12 @@ class MCPPettingZooEnv(AECEnv):  # type: ignore[misc,unused-ignore]
         agent = getattr(self, "agent_selection", None)
         return self._seating.render(self.render_mode, agent)
 
-    def close(self) -> None:
-        """Close every seat and the connection (a stdio server is stopped). Idempotent."""
-        self._seating.close()
-
-    def __repr__(self) -> str:
-        return f"<MCPPettingZooEnv {self._seating.env_name} seats={list(self.seats)}>"
-
 
 async def _step(seat: Seat, action: Any) -> Any:
     return await seat.step(action, wait=False)
 
 
-class MCPPettingZooParallelEnv(ParallelEnv):  # type: ignore[misc,unused-ignore]
+class MCPPettingZooParallelEnv(_Face, ParallelEnv):  # type: ignore[misc,unused-ignore]
     """A game of simultaneous moves served with seats as a :class:`pettingzoo.ParallelEnv`.
 
     Passes ``pettingzoo.test.parallel_api_test``. ``step({agent: action})`` sends every
@@ -441,74 +455,14 @@ class MCPPettingZooParallelEnv(ParallelEnv):  # type: ignore[misc,unused-ignore]
     legal actions from.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "name": "openenv_mcp"}  # noqa: RUF012
-
-    def __init__(
-        self,
-        target: Target,
-        *,
-        render_mode: str | None = None,
-        mask_in_observation: bool = False,
-        **client_options: Any,
-    ) -> None:
-        client = SyncEnvClient.start(Session(target, **client_options))
-        self._adopt(client, render_mode, mask_in_observation)
-
-    @classmethod
-    def from_client(
-        cls,
-        client: SyncEnvClient,
-        *,
-        render_mode: str | None = None,
-        mask_in_observation: bool = False,
-    ) -> MCPPettingZooParallelEnv:
-        """An adapter over a connected sync client; closing the adapter closes the client."""
-        env = cls.__new__(cls)
-        env._adopt(client, render_mode, mask_in_observation)
-        return env
+    _call = "as_pettingzoo_parallel()"
 
     def _adopt(
         self, client: SyncEnvClient, render_mode: str | None, mask_in_observation: bool
     ) -> None:
-        self._seating = _Seating(
-            client, mask_in_observation=mask_in_observation, what="as_pettingzoo_parallel()"
-        )
-        self.render_mode = _check_render_mode(self._seating, render_mode)
-        self.metadata = {
-            "render_modes": _render_modes(self._seating.has_frame),
-            "name": f"openenv_mcp/{self._seating.env_name}",
-        }
-        self._possible: list[str] | None = None
+        super()._adopt(client, render_mode, mask_in_observation)
         self._to_move: list[str] = []
         self.agents: list[str] = []
-
-    @property
-    def client(self) -> SyncEnvClient:
-        """The sync client underneath."""
-        return self._seating.client
-
-    @property
-    def seats(self) -> dict[str, Seat]:
-        """The seats held, by agent (after the first reset)."""
-        return self._seating.seats
-
-    @property
-    def possible_agents(self) -> list[str]:
-        """Every agent of the game this face holds (from the server's spec; from an
-        older server's, once the first reset took the seats)."""
-        if self._possible is None:
-            if self._seating.known is not None:
-                return self._seating.known
-            raise _unknown_before_reset("possible_agents")
-        return self._possible
-
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
-        self._seating.check_agent(agent)
-        return self._seating.observation_space
-
-    def action_space(self, agent: str) -> spaces.Space[Any]:
-        self._seating.check_agent(agent)
-        return self._seating.action_space
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
@@ -588,10 +542,3 @@ class MCPPettingZooParallelEnv(ParallelEnv):  # type: ignore[misc,unused-ignore]
         """The game as the first live agent sees it: words (``"ansi"``) or a frame."""
         agent = self.agents[0] if self.agents else None
         return self._seating.render(self.render_mode, agent)
-
-    def close(self) -> None:
-        """Close every seat and the connection (a stdio server is stopped). Idempotent."""
-        self._seating.close()
-
-    def __repr__(self) -> str:
-        return f"<MCPPettingZooParallelEnv {self._seating.env_name} seats={list(self.seats)}>"
