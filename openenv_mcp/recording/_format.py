@@ -166,6 +166,21 @@ class Recording:
         return space_from_json(self.start["action_space"])
 
 
+def _read_lines(path: Path) -> tuple[list[bytes], Any]:
+    """A JSON Lines file's lines (without the empty one after the last newline) and its
+    first record, parsed (``None`` when the file is empty or its first line is not JSON):
+    what a reader checks the kind and format of before reading on."""
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    try:
+        first = orjson.loads(lines[0]) if lines else None
+    except orjson.JSONDecodeError:
+        first = None
+    return lines, first
+
+
 def read_recording(path: str | os.PathLike[str], *, observations: bool = True) -> Recording:
     """Read one recorded episode.
 
@@ -176,14 +191,7 @@ def read_recording(path: str | os.PathLike[str], *, observations: bool = True) -
         ArgumentError: the file is not a recording (no start record), naming what it found.
     """
     path = Path(path)
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    try:
-        start = orjson.loads(lines[0]) if lines else None
-    except orjson.JSONDecodeError:
-        start = None
+    lines, start = _read_lines(path)
     if not isinstance(start, dict) or start.get("kind") != "start":
         raise ArgumentError(f"{path} is not an openenv-mcp recording: no start record first")
     if start.get("format") != FORMAT:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces as gym_spaces
@@ -16,6 +17,9 @@ from openenv_mcp.environment import parse_options
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.recording._format import read_recording
 from openenv_mcp.spaces import encode, is_array_space
+
+if TYPE_CHECKING:
+    from openenv_mcp.environment import Environment
 
 __all__ = ["ReplayReport", "replay"]
 
@@ -58,6 +62,41 @@ def _same(space: gym_spaces.Space[Any], a: Any, b: Any) -> bool:
     return bool(encode(space, a, "list") == encode(space, b, "list"))
 
 
+@contextlib.contextmanager
+def _recorded_env(
+    path: Path, start: Mapping[str, Any], allow_modules: Iterable[str], what: str
+) -> Iterator[tuple[type[Environment[Any]], Environment[Any]]]:
+    """The environment a recording (``path``, its first record ``start``) names, made from
+    its recorded config, with its class: refused without a seed (``what`` it records, in
+    the message: ``"episodes"``, ``"games"``). The class is resolved as data's is
+    (:func:`~openenv_mcp.registry.get_data_env_class`); the body runs still reading the
+    recording's data, so what it loads (rewards it names) resolves the same way.
+
+    Raises:
+        ArgumentError: no seed, or the class cannot be had (naming it and why).
+    """
+    from openenv_mcp.options import make_config
+    from openenv_mcp.registry import get_data_env_class, reading_data
+
+    if start.get("seed") is None:
+        raise ArgumentError(
+            f"{path} was reset without a seed, so its randomness cannot be "
+            f"reproduced; reset with seed=... to record replayable {what}"
+        )
+    allow = tuple(allow_modules)
+    folders = (path.parent,)
+    env_cls = get_data_env_class(
+        str(start["env_class"]),
+        str(start.get("env") or ""),
+        source=path,
+        allow=allow,
+        folders=folders,
+    )
+    # What the env makes of its recorded config (a class it names) is read from here too.
+    with reading_data(path, allow=allow, folders=folders):
+        yield env_cls, env_cls(make_config(env_cls.Config, start["config"], env_cls.name))
+
+
 def replay(path: str | os.PathLike[str], *, allow_modules: Iterable[str] = ()) -> ReplayReport:
     """Re-run a recorded episode from its seed and actions, in this process, and check
     that every reward (the env's own, and the served step rewards), observation,
@@ -78,8 +117,6 @@ def replay(path: str | os.PathLike[str], *, allow_modules: Iterable[str] = ()) -
             or has no seed), its environment cannot be made here, or it names a module
             that is not allowed (the message says which, and the flag that allows it).
     """
-    from openenv_mcp.options import make_config
-    from openenv_mcp.registry import get_data_env_class, reading_data
     from openenv_mcp.rewards import RewardSet, Step, load_rewards
 
     recording = read_recording(path)
@@ -95,23 +132,7 @@ def replay(path: str | os.PathLike[str], *, allow_modules: Iterable[str] = ()) -
         raise ArgumentError(
             f"{recording.path} started from a snapshot, not a seed: it cannot be replayed"
         )
-    if start.get("seed") is None:
-        raise ArgumentError(
-            f"{recording.path} was reset without a seed, so its randomness cannot be "
-            "reproduced; reset with seed=... to record replayable episodes"
-        )
-    allow = tuple(allow_modules)
-    folders = (recording.path.parent,)
-    env_cls = get_data_env_class(
-        str(start["env_class"]),
-        str(start.get("env") or ""),
-        source=recording.path,
-        allow=allow,
-        folders=folders,
-    )
-    # What the env makes of its recorded config (a class it names) is read from here too.
-    with reading_data(recording.path, allow=allow, folders=folders):
-        env = env_cls(make_config(env_cls.Config, start["config"], env_cls.name))
+    with _recorded_env(recording.path, start, allow_modules, "episodes") as (env_cls, env):
         try:
             rewards = RewardSet([*env_cls.serving.rewards, *load_rewards(start.get("rewards", []))])
         except BaseException:  # a reward refused or failing: the env made is closed

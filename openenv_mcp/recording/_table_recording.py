@@ -43,8 +43,9 @@ import orjson
 
 from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.errors import ArgumentError, RecordingFailed
-from openenv_mcp.recording._format import versions
-from openenv_mcp.recording._writer import _cause, _create_private
+from openenv_mcp.recording._format import _read_lines, versions
+from openenv_mcp.recording._replay import _recorded_env
+from openenv_mcp.recording._writer import _cause, _fresh_file
 from openenv_mcp.wire.handles import public_id
 
 if TYPE_CHECKING:
@@ -155,18 +156,12 @@ class TableRecorder:
         self.end("reset")
         game = table.game
         try:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            while True:  # a fresh file, never one written before
-                self._games += 1
-                self.path = self.directory / f"{self.public_id}-{self._games:04d}.jsonl"
-                try:
-                    self._file = _create_private(self.path)
-                    break
-                except FileExistsError:
-                    continue
+            self._games, self.path, self._file = _fresh_file(
+                self.directory, self.public_id, self._games
+            )
         except OSError as exc:
             log.warning("table %s not recorded: %s", self.public_id, _cause(exc))
-            self._file = None
+            self._file = self.path = None  # no file: the seats name none
             return
         self._moves = 0
         self._returns = dict.fromkeys(game.possible_agents, 0.0)
@@ -299,14 +294,7 @@ def read_table_recording(path: str | os.PathLike[str]) -> TableRecording:
         ArgumentError: the file is not a table recording, or of another format.
     """
     path = Path(path)
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    try:
-        start = orjson.loads(lines[0]) if lines else None
-    except orjson.JSONDecodeError:
-        start = None
+    lines, start = _read_lines(path)
     if not isinstance(start, dict) or start.get("kind") != "table":
         found = start.get("kind") if isinstance(start, dict) else None
         raise ArgumentError(
@@ -403,27 +391,10 @@ def replay_table(
         ArgumentError: not a table recording, recorded without a seed, its environment
             cannot be made here or has no game of seats.
     """
-    from openenv_mcp.options import make_config
-    from openenv_mcp.registry import get_data_env_class, reading_data
-
     recording = read_table_recording(path)
     start = recording.start
-    if start.get("seed") is None:
-        raise ArgumentError(
-            f"{recording.path} was reset without a seed, so its randomness cannot be "
-            "reproduced; reset with seed=... to record replayable games"
-        )
-    allow = tuple(allow_modules)
-    folders = (recording.path.parent,)
-    env_cls = get_data_env_class(
-        str(start["env_class"]),
-        str(start.get("env") or ""),
-        source=recording.path,
-        allow=allow,
-        folders=folders,
-    )
-    with reading_data(recording.path, allow=allow, folders=folders):
-        env = env_cls(make_config(env_cls.Config, start["config"], env_cls.name))
+    with _recorded_env(recording.path, start, allow_modules, "games") as (env_cls, env):
+        pass  # its game is made outside the recording's data
     try:
         game = env.seated_game()
         if game is None:

@@ -80,16 +80,10 @@ class EpisodeRecorder:
         """Begin a new file (the previous episode of this handle ends as ``reset``)."""
         with contextlib.suppress(RecordingFailed):  # the last episode's failure was told
             self.end("reset")
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            while True:  # a fresh file, never one written before (a renewed env counts anew)
-                self._resets += 1
-                self.path = self.directory / f"{self.public_id}-{self._resets:04d}.jsonl"
-                try:
-                    self._file = _create_private(self.path)
-                    break
-                except FileExistsError:
-                    continue
+        try:  # (a renewed env counts anew: the files it finds are skipped)
+            self._resets, self.path, self._file = _fresh_file(
+                self.directory, self.public_id, self._resets
+            )
         except OSError as exc:
             raise RecordingFailed(f"recording to {self.directory} failed: {_cause(exc)}") from None
         self._codec.previous = None
@@ -241,6 +235,24 @@ def check_writable(directory: str | os.PathLike[str]) -> Path:
     except OSError as exc:
         raise RecordingFailed(f"cannot record to {path}: {_cause(exc)}") from None
     return path
+
+
+def _fresh_file(directory: Path, stem: str, number: int) -> tuple[int, Path, IO[bytes]]:
+    """A new private file ``directory/STEM-NNNN.jsonl`` numbered after ``number``, never
+    one written before (numbers whose file exists are skipped), with its number and path;
+    ``directory`` is made (private) if missing.
+
+    Raises:
+        OSError: the directory or the file cannot be made.
+    """
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    while True:
+        number += 1
+        path = directory / f"{stem}-{number:04d}.jsonl"
+        try:
+            return number, path, _create_private(path)
+        except FileExistsError:
+            continue
 
 
 def _create_private(path: Path) -> IO[bytes]:
