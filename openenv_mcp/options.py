@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from openenv_mcp.errors import ArgumentError, did_you_mean
 
@@ -257,3 +257,24 @@ def parse_pairs(
             )
         found[key] = read_value(raw.strip())
     return found
+
+
+def kwargs_checks(
+    parse: Callable[[str], dict[str, Any]], managed: Mapping[str, str]
+) -> WrapValidator:
+    """What a ``kwargs`` option (keyword arguments passed through to the env's maker)
+    checks, as ``Annotated[dict[str, Any], kwargs_checks(parse, managed)]``: text (a
+    command line's) is read with ``parse`` (a :func:`parse_pairs` of the env's), and a key
+    the env sets itself (``managed``: key -> why) is refused, saying why.
+    """
+
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, str):
+            value = parse(value)
+        kwargs = handler(value)
+        for key, why in managed.items():
+            if key in kwargs:
+                raise ValueError(f"{key!r} cannot be passed through kwargs: {why}")
+        return kwargs
+
+    return WrapValidator(check)

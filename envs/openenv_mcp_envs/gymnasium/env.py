@@ -26,15 +26,15 @@ import json
 import os
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.codecs import to_jsonable
 from openenv_mcp.environment import ActionSet, Environment, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, DependencyNotInstalled, UnsupportedOption
-from openenv_mcp.options import parse_pairs
+from openenv_mcp.options import kwargs_checks, parse_pairs
 from openenv_mcp.tasks import TaskSet
 
 # Frames are drawn off screen (rgb_array); without this SDL looks for a display
@@ -99,7 +99,7 @@ class GymnasiumConfig(BaseModel):
         description="A registered Gymnasium id (Blackjack-v1, FrozenLake-v1, CartPole-v1, ...); "
         "'module:Id' imports the module first to register its environments.",
     )
-    kwargs: dict[str, Any] = Field(
+    kwargs: Annotated[dict[str, Any], kwargs_checks(parse_kwargs, _MANAGED)] = Field(
         {},
         description="Keyword arguments for gymnasium.make: a JSON object "
         "('{\"is_slippery\": false}') or key=value pairs (is_slippery=false,map_name=8x8).",
@@ -112,21 +112,6 @@ class GymnasiumConfig(BaseModel):
         description="Return the environment's rgb_array frame as a PNG image where it has one "
         "(toy_text and classic_control draw with pygame).",
     )
-
-    @field_validator("kwargs", mode="before")
-    @classmethod
-    def _read_kwargs(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return parse_kwargs(value)
-        return value
-
-    @field_validator("kwargs")
-    @classmethod
-    def _no_managed(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for key, why in _MANAGED.items():
-            if key in value:
-                raise ValueError(f"{key!r} cannot be passed through kwargs: {why}")
-        return value
 
 
 def _make(config: GymnasiumConfig, render_mode: str | None) -> gymnasium.Env[Any, Any]:

@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
 import pettingzoo  # type: ignore[import-untyped,unused-ignore]
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.environment import Environment, Serving, StepResult
 from openenv_mcp.errors import ArgumentError, InvalidAction, UnsupportedOption
+from openenv_mcp.options import kwargs_checks
 from openenv_mcp.spaces import NamedDiscrete
 from openenv_mcp.tasks import TaskSet
 from openenv_mcp_envs.pettingzoo._game import (
@@ -75,7 +76,7 @@ class PettingZooConfig(BaseModel):
         max_length=200,
         description="The env's agent you play (player_1, black_0, ...); default: its first.",
     )
-    kwargs: dict[str, Any] = Field(
+    kwargs: Annotated[dict[str, Any], kwargs_checks(parse_kwargs, MANAGED)] = Field(
         {},
         description="Keyword arguments of the env: key=value pairs (board_size=9,komi=6.5) "
         "or a JSON object.",
@@ -96,21 +97,6 @@ class PettingZooConfig(BaseModel):
         description="Return the env's rgb_array frame as a PNG image where it draws one "
         "(never the private cards of another seat).",
     )
-
-    @field_validator("kwargs", mode="before")
-    @classmethod
-    def _read_kwargs(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return parse_kwargs(value)
-        return value
-
-    @field_validator("kwargs")
-    @classmethod
-    def _no_managed(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for key, why in MANAGED.items():
-            if key in value:
-                raise ValueError(f"{key!r} cannot be passed through kwargs: {why}")
-        return value
 
 
 class PettingZooInfo(BaseModel):
