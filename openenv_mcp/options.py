@@ -22,6 +22,7 @@ __all__ = [
     "cli_args",
     "flag",
     "format_validation_error",
+    "kwargs_checks",
     "make_config",
     "parse_cli_options",
     "parse_pairs",

@@ -83,6 +83,7 @@ PUBLIC = {
         "Move",
         "SeatedGame",
         "Table",
+        "check_game",
         "parse_seats",
     ],
     "openenv_mcp.tasks": [
@@ -157,6 +158,7 @@ PUBLIC = {
         "cli_args",
         "flag",
         "format_validation_error",
+        "kwargs_checks",
         "make_config",
         "parse_cli_options",
         "parse_pairs",

@@ -100,6 +100,7 @@ def run_checks(env: str, args: list[str], stdio: bool = True) -> list[CheckLine]
     run.attempt("reward range and offline", lambda: _rollout(cls, options))
     run.attempt("tool schemas", lambda: _schemas(cls, options))
     run.attempt("tasks", lambda: _tasks(cls, options))
+    run.attempt("seats", lambda: _seats(cls, options))
     if stdio:
         run.attempt("stdio round trip", lambda: _stdio(env, args))
     return run.lines
@@ -271,6 +272,33 @@ def _tasks(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
                     "task must fix everything its episode starts from (a seed, options)"
                 )
         return ", ".join(sizes)
+    finally:
+        env.close()
+
+
+def _seats(env_cls: type[Environment[Any]], options: dict[str, Any]) -> str:
+    """The game of seats, where the env publishes one: seeded games of random legal moves
+    hold to the contract (:func:`openenv_mcp.seats.check_game`)."""
+    from openenv_mcp.options import make_config
+    from openenv_mcp.seats import check_game
+
+    env = env_cls(make_config(env_cls.Config, options, env_cls.name))
+    try:
+        game = env.seated_game()
+        if game is None:
+            return "one player (optional: Environment.seated_game)"
+        agents = ", ".join(game.possible_agents)
+        game.close()
+
+        def make() -> Any:
+            made = env.seated_game()
+            assert made is not None
+            return made
+
+        problems = check_game(make)
+        if problems:
+            raise _Failed("the game of seats: " + "; ".join(problems[:5]))
+        return f"{agents}: 3 seeded games of random legal moves, replayed"
     finally:
         env.close()
 

@@ -10,7 +10,8 @@ rewards are an episode's.
 
 from __future__ import annotations
 
+from openenv_mcp.seats._check import check_game
 from openenv_mcp.seats._game import Move, SeatedGame
 from openenv_mcp.seats._table import Answer, Table, parse_seats
 
-__all__ = ["Answer", "Move", "SeatedGame", "Table", "parse_seats"]
+__all__ = ["Answer", "Move", "SeatedGame", "Table", "check_game", "parse_seats"]
