@@ -22,10 +22,6 @@ __all__ = ["SeatEnv", "SeatNarration"]
 _MARGIN = 5.0
 
 
-#: Legal actions a seat's text lists.
-_LISTED = 40
-
-
 class _NoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -42,17 +38,16 @@ class SeatNarration(Narration["SeatEnv"]):
         info = self.env.last_info
         if not info:
             return None
-        text = str(info.get("text", ""))
+        # With a frame the image shows the game: the words keep to what to do (a model's
+        # summary shows the first 300 characters only).
+        text = "" if self.env.render_mode == "rgb_array" else str(info.get("text", ""))
         ids, names = info.get("legal_actions", []), info.get("legal_action_names", [])
         legal = list(zip(ids, names, strict=False))
         if info.get("your_turn") and legal:
-            shown = ", ".join(f"{a}={n}" for a, n in legal[:_LISTED])
-            more = (
-                f" and {len(legal) - _LISTED} more (legal_actions)" if len(legal) > _LISTED else ""
-            )
-            text += f"\nYour legal actions: {shown}{more}"
+            shown = ", ".join(f"{n}" if str(a) == str(n) else f"{a}={n}" for a, n in legal)
+            text += f"\nYour legal actions: {shown}"
         # A board's last row of dots must survive the summary's full stop.
-        return f"\n{text}\n" if text else None
+        return f"\n{text.strip()}\n" if text.strip() else None
 
     def step_events(self, info_before: dict[str, Any], result: StepResult) -> list[str]:
         return seat_events(result.info)
