@@ -72,6 +72,19 @@ def _unit_tier_stays_in_memory(
     yield
 
 
+@pytest.fixture(autouse=True)
+def _sandboxed_envs_have_their_sandbox(request: pytest.FixtureRequest) -> None:
+    """A test parametrized with an env whose runs are sandboxed (coding) gets Debian's
+    bubblewrap installed first, in any order (its own tests install it too)."""
+    from tests.servers import PROCESS_ENVS, ensure_sandbox
+
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and PROCESS_ENVS & {
+        v for v in callspec.params.values() if isinstance(v, str)
+    }:
+        ensure_sandbox()
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -104,6 +117,11 @@ def openenv_packages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
 
 def pytest_configure(config: pytest.Config) -> None:
     global _session_hosts
+    # matplotlib (reasoning-gym imports it) asks fontconfig for the system's fonts, a
+    # process, the first time it is imported on a machine: here, before any test, not in
+    # whichever unit-tier test happens to import it first on a fresh machine.
+    with contextlib.suppress(ImportError):
+        import matplotlib.font_manager  # noqa: F401
     if os.environ.get("PYTEST_XDIST_WORKER") is None:  # the controller (or a plain run)
         handle, path = tempfile.mkstemp(prefix="openenv-mcp-figures-", suffix=".txt")
         os.close(handle)

@@ -8,6 +8,7 @@ cases are in the integration tier (see ``conftest.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -360,6 +361,13 @@ def ensure_installed(script: str, what: str, *args: str) -> str:
             f"{what} could not be installed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}"
         )
     return proc.stdout
+
+
+@functools.cache
+def ensure_sandbox() -> str:
+    """Debian's bubblewrap, installed where missing (once a process; skips, saying why,
+    where it cannot be): ``BWRAP=<path>``."""
+    return ensure_installed("ensure_debian.sh", "bubblewrap", "bubblewrap", "bwrap")
 
 
 #: Options a registered env needs to be built at all (no default would do): the openenv
