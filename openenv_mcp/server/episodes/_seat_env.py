@@ -66,9 +66,12 @@ def seat_events(info: dict[str, Any]) -> list[str]:
     seat = info.get("seat")
     if seat is None:
         return []
+    moves = info.get("moves", [])
     events = [
-        f"{m['agent']} played {m['name']}" for m in info.get("moves", []) if m.get("agent") != seat
+        f"{'you' if m.get('agent') == seat else m['agent']} played {m['name']}" for m in moves
     ]
+    if moves and moves[-1].get("agent") == seat and len(moves) == 1:
+        events = []  # its own move alone: the step's head names it
     if info.get("to_move"):
         whose = "your turn" if info.get("your_turn") else f"{' and '.join(info['to_move'])} to move"
         events.append(f"you are {seat}; {whose}")
