@@ -226,10 +226,14 @@ class Seat(Episode):
         """Start the game again at this seat's table (every seat keeps its handle).
 
         Raises:
-            ArgumentError: ``from_snapshot`` or ``np_random`` (not served with seats).
+            ArgumentError: ``from_snapshot`` or ``np_random``: a game from a snapshot is a
+                new table (``reset(from_snapshot=ID, seats="all")`` hands out its seats).
         """
         if from_snapshot is not None or np_random is not None:
-            raise ArgumentError("a seat's reset takes a seed and options only")
+            raise ArgumentError(
+                "a seat's reset takes a seed and options only: a game from a snapshot starts "
+                "at a new table, with new seats (call reset with from_snapshot and seats)"
+            )
         args: dict[str, Any] = {"episode_id": self.handle, "frames": self.session.wire_frames()}
         checked = check_seed(seed)
         if checked is not None:
