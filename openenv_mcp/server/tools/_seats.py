@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import Field, create_model
 
 from openenv_mcp.errors import ArgumentError
 from openenv_mcp.server.episodes._handlers import Handlers
@@ -159,12 +159,10 @@ def _seated_handler(name: str, handlers: Handlers, old: Handler) -> Handler:
         return step
 
     async def look(args: Any) -> Any:
-        fields = {k: v for k, v in args if k not in ("seat", "wait", "episode_id")}
-        model: type[BaseModel] = type(args).__base__  # type: ignore[assignment]
-        plain = model.model_validate({**fields, "episode_id": _episode(args)})
-        if name == "state" and args.wait:
-            await handlers.wait_turn(plain.episode_id)  # type: ignore[attr-defined]
-        return await old(plain)
+        episode_id = _episode(args)
+        if getattr(args, "wait", False):  # state(wait=true): the seat's turn first
+            await handlers.wait_turn(episode_id)
+        return await old(args.model_copy(update={"episode_id": episode_id}))
 
     return look
 
