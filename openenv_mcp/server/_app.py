@@ -27,7 +27,7 @@ from openenv_mcp.server._tasks import mount_tasks
 from openenv_mcp.server.episodes._episodes import EpisodeTable
 from openenv_mcp.server.episodes._handlers import Handlers
 from openenv_mcp.server.episodes._runtime import LocalRef, LocalRuntime, Runtime
-from openenv_mcp.server.episodes._seat_env import SeatEnv
+from openenv_mcp.server.episodes._seat_env import MARGIN, SeatEnv
 from openenv_mcp.server.tools._catalog import build_tools
 from openenv_mcp.server.tools._direct import DirectCalls
 from openenv_mcp.server.tools._tools import ModelTool, UnknownToolErrors
@@ -149,9 +149,9 @@ class EnvApp:
                 f"--seats {settings.seats} with --workers {settings.workers}: the seats of a "
                 "game share it in one process; leave --workers out"
             )
-        if settings.turn_timeout + 5 > settings.call_timeout:
+        if settings.turn_timeout + MARGIN > settings.call_timeout:
             raise ArgumentError(
-                f"--turn-timeout {settings.turn_timeout:g} must be at least 5 s below "
+                f"--turn-timeout {settings.turn_timeout:g} must be at least {MARGIN:g} s below "
                 f"--call-timeout {settings.call_timeout:g} (a seat answers within its call)"
             )
         prototype, timeout = self.prototype, settings.call_timeout

@@ -10,12 +10,9 @@ as tools.
 
 from __future__ import annotations
 
-import time
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from typing import Any
-
-import anyio.to_thread
 
 from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import Environment, EnvTool
@@ -223,27 +220,10 @@ class Handlers:
         )
 
     async def wait_turn(self, episode_id: str | None) -> None:
-        """Wait (bounded) until it is a seat's turn or its game is over."""
-        if self.tables is None:
-            return
-        episode = self.table.resolve(episode_id, _caller(self.table))
-        found = self.tables.of_episode(episode.id)
-        if found is None:
-            return
-        table, agent = found
-        budget = min(table.turn_timeout, self.settings.call_timeout - 5)
-        await anyio.to_thread.run_sync(
-            table.wait_turn, agent, time.monotonic() + budget, abandon_on_cancel=True
-        )
-
-    def _seat_wait(self, episode: Episode, wait: bool | None) -> None:
-        """Whether a seat's step waits for its next turn (``None``: as before, waiting)."""
-        if self.tables is None:
-            return
-        found = self.tables.of_episode(episode.id)
-        if found is not None:
-            table, agent = found
-            table.seats[agent].waits = True if wait is None else wait
+        """Wait (bounded) until a seat's turn comes or its game ends."""
+        if self.tables is not None:
+            episode = self.table.resolve(episode_id, _caller(self.table))
+            await self.tables.wait_turn(episode.id)
 
     async def step(
         self,
@@ -257,7 +237,8 @@ class Handlers:
         """Advance an episode by one action (held for ``repeat`` steps)."""
         async with self.table.locked(episode_id, _caller(self.table)) as episode:
             self.table.require_sound(episode)
-            self._seat_wait(episode, wait)
+            if self.tables is not None:
+                self.tables.waits(episode.id, wait)
             step = Step(action, self._frames(frames), repeat, extras)
             outcome = await self.table.call(episode, step)
             return self._reply(outcome)

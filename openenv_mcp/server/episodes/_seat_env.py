@@ -15,11 +15,11 @@ from openenv_mcp.errors import ResetNeeded
 from openenv_mcp.narration import Narration
 from openenv_mcp.seats import Answer, Table
 
-__all__ = ["SeatEnv", "SeatNarration"]
+__all__ = ["MARGIN", "SeatEnv", "SeatNarration"]
 
 #: Seconds a seat's call keeps back from its call timeout (its answer is written after
 #: its wait, inside the same call).
-_MARGIN = 5.0
+MARGIN = 5.0
 
 
 class _NoConfig(BaseModel):
@@ -107,7 +107,7 @@ class SeatEnv(Environment[_NoConfig]):
         self.agent = ""
         self.last_info: dict[str, Any] = {}
         #: The longest a call may wait for a turn (its call timeout, less a margin).
-        self._budget = max(1.0, call_timeout - _MARGIN)
+        self._budget = max(1.0, call_timeout - MARGIN)
 
     def bind(self, table: Table, agent: str) -> None:
         """Make this the seat ``agent`` of ``table``."""

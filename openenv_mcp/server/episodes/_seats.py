@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from openenv_mcp.seats import Table, parse_seats
 from openenv_mcp.server._settings import ServerSettings
 from openenv_mcp.server.episodes._episodes import Caller, Episode, EpisodeTable
 from openenv_mcp.server.episodes._runtime import LocalRef
-from openenv_mcp.server.episodes._seat_env import SeatEnv
+from openenv_mcp.server.episodes._seat_env import MARGIN, SeatEnv
 from openenv_mcp.server.tools._results import text_block
 from openenv_mcp.sharding import with_shard
 from openenv_mcp.wire.handles import public_id
@@ -81,6 +82,26 @@ class Tables:
         """The table and seat of a seat's episode, if it is one."""
         found = self.seat_of.get(episode_id)
         return None if found is None else (found[0].table, found[1])
+
+    def waits(self, episode_id: str, wait: bool | None) -> None:
+        """Whether the seat's next step waits, after its move, for its next turn
+        (``None``: it does)."""
+        found = self.of_episode(episode_id)
+        if found is not None:
+            table, agent = found
+            table.seats[agent].waits = True if wait is None else wait
+
+    async def wait_turn(self, episode_id: str) -> None:
+        """Wait (bounded, within the call's timeout) until the seat's turn comes or its
+        game ends."""
+        found = self.of_episode(episode_id)
+        if found is None:
+            return
+        table, agent = found
+        budget = min(table.turn_timeout, self.settings.call_timeout - MARGIN)
+        await anyio.to_thread.run_sync(
+            table.wait_turn, agent, time.monotonic() + budget, abandon_on_cancel=True
+        )
 
     def _seated(self, handle: str) -> _Seated:
         """The table a handle names (its own, or one of its seats')."""
