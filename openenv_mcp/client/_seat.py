@@ -245,6 +245,12 @@ class Seat(Episode):
         assert self._transition is not None
         return self._transition[0], self._transition[4]
 
+    async def snapshot(self) -> str:
+        """Save the seat's whole game (every seat's part of it) on the server; its id
+        starts new games from here (``take_seats(..., from_snapshot=ID)``)."""
+        answer = await self._call("snapshot", {"episode_id": self.handle})
+        return str((answer.structured or {})["snapshot_id"])
+
     async def step(self, action: Any, *, wait: bool = True) -> Transition:
         """Play the seat's move (waiting, bounded, for its turn).
 
@@ -305,15 +311,20 @@ async def take_seats(
     *,
     seed: int | None = None,
     options: dict[str, Any] | None = None,
+    from_snapshot: str | None = None,
 ) -> dict[str, Seat]:
     """Start a game on a server of seats holding ``seats`` (``"all"``, or names): every
-    seat taken, by name in the game's order, the first with the reset's view.
+    seat taken, by name in the game's order, the first with the reset's view. With
+    ``from_snapshot`` (a seat's :meth:`Seat.snapshot`), the game goes on from that
+    position at a new table (a GRPO group: one game per member, from one state).
 
     Raises:
         ArgumentError: the server serves no seats, or refuses those seats.
     """
     require_seats(session, "taking seats")
     args: dict[str, Any] = {"seats": seats, "new_episode": True, "frames": session.wire_frames()}
+    if from_snapshot is not None:
+        args["from_snapshot"] = from_snapshot
     checked = check_seed(seed)
     if checked is not None:
         args["seed"] = checked

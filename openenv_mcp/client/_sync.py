@@ -313,6 +313,10 @@ class SyncSeat(SyncEpisode):
 
         return self._loop.run(state)
 
+    def snapshot(self) -> str:
+        """See :meth:`Seat.snapshot`."""
+        return self._loop.run(self._seat.snapshot)
+
     def last(self, *, wait: bool = True) -> Transition:
         """See :meth:`Seat.last`."""
 
