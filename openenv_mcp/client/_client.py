@@ -6,10 +6,10 @@ The convenience most code wants, with the faces built on top of it: ``sync()``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from openenv_mcp.client._gym import MCPGymEnv
-from openenv_mcp.client._seat import Seat, open_seat
+from openenv_mcp.client._seat import Seat, open_seat, take_seats
 from openenv_mcp.client._session import Episode, Session, SessionOptions, Target
 from openenv_mcp.client._sync import SyncEnvClient
 
@@ -117,6 +117,25 @@ class MCPEnvClient(Episode):
         See :class:`~openenv_mcp.client.Seat`.
         """
         return await open_seat(self.session, handle, table_id=table_id, join=join, name=name)
+
+    async def take_seats(
+        self,
+        seats: str | list[str] = "all",
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        from_snapshot: str | None = None,
+    ) -> dict[str, Seat]:
+        """Start a game holding ``seats`` (``"all"``, or names), by name in the game's
+        order; from a seat's :meth:`Seat.snapshot` (``from_snapshot``), at that position
+        at a new table (one member of a GRPO group)::
+
+            saved = await seats["player_0"].snapshot()
+            group = [await client.take_seats(from_snapshot=saved) for _ in range(8)]
+        """
+        return await take_seats(
+            self.session, seats, seed=seed, options=options, from_snapshot=from_snapshot
+        )
 
     def __repr__(self) -> str:
         return f"<MCPEnvClient {self.session!r} episode={self.episode_id}>"

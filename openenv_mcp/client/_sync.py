@@ -237,6 +237,26 @@ class SyncEnvClient(SyncEpisode):
 
         return self._loop.run(take)
 
+    def take_seats(
+        self,
+        seats: str | list[str] = "all",
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        from_snapshot: str | None = None,
+    ) -> dict[str, SyncSeat]:
+        """A game holding ``seats``, blocking (see :meth:`MCPEnvClient.take_seats
+        <openenv_mcp.client.MCPEnvClient.take_seats>`)."""
+        from openenv_mcp.client._seat import take_seats
+
+        async def take() -> dict[str, SyncSeat]:
+            taken = await take_seats(
+                self.session, seats, seed=seed, options=options, from_snapshot=from_snapshot
+            )
+            return {name: SyncSeat(seat, self._loop, owner=self) for name, seat in taken.items()}
+
+        return self._loop.run(take)
+
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 

@@ -332,13 +332,13 @@ async def test_grpo_groups_per_seat_start_from_one_snapshot() -> None:
     """A seat's snapshot holds its whole game: every member of a group starts a new game
     (new handles) at that position, and the same moves end each the same way."""
     async with MCPEnvClient(tic_tac_toe()) as client:
-        seats = await take_seats(client.session, seed=1)
+        seats = await client.take_seats(seed=1)
         await seats["player_0"].step(4, wait=False)
         await seats["player_1"].step(0, wait=False)
         saved = await seats["player_0"].snapshot()
         ends = []
         for _ in range(3):
-            group = await take_seats(client.session, from_snapshot=saved)
+            group = await client.take_seats(from_snapshot=saved)
             assert group["player_0"].handle not in {s.handle for s in seats.values()}
             assert group["player_0"].info["your_turn"]
             for name, action in (("player_0", 2), ("player_1", 1), ("player_0", 6)):
@@ -346,3 +346,15 @@ async def test_grpo_groups_per_seat_start_from_one_snapshot() -> None:
             lost = await group["player_1"].step(0, wait=False)
             ends.append((last[1], last[2], lost[1], lost[2]))
         assert ends == [(1.0, True, -1.0, True)] * 3
+
+
+def test_sync_grpo_groups_per_seat() -> None:
+    client = MCPEnvClient(tic_tac_toe()).sync()
+    try:
+        seats = client.take_seats(seed=2)
+        seats["player_0"].step(4, wait=False)
+        saved = seats["player_0"].snapshot()
+        views = [client.take_seats(from_snapshot=saved)["player_1"].last()[4] for _ in range(2)]
+        assert views[0]["text"] == views[1]["text"] and views[0]["your_turn"]
+    finally:
+        client.close()
