@@ -453,3 +453,17 @@ async def test_a_table_a_seat_left_starts_no_new_game(client: Client) -> None:
     assert (await view(client, p0))["step"] == 0  # the seat that stayed is as it was
     fresh = await table(client)  # a new table is fine
     assert fresh["seats"]["player_0"] != p0
+
+
+async def test_a_sharded_server_routes_join_on_its_game_and_seats_on_their_episode() -> None:
+    sharded = build_server(
+        "openspiel",
+        settings=ServerSettings(**{**SETTINGS, "shard": "s1"}),
+        game="tic_tac_toe",
+    )
+    async with Client(sharded) as c:
+        tools = {t.name: t.inputSchema["properties"] for t in await c.list_tools()}
+        assert "x-mcp-header" in tools["join"]["table_id"]
+        assert "x-mcp-header" in tools["step"]["episode_id"]  # a seat's handle is its episode's
+        mine = await table(c)
+        assert mine["table_id"].endswith("@s1") and mine["seats"]["player_1"].endswith("@s1")

@@ -450,7 +450,9 @@ def _batch_output_schema(item: dict[str, Any]) -> dict[str, Any]:
 
 
 #: Which parameter a call is routed on, where a tool has several: the first present.
-_ROUTED_PARAMS = ("shard", "episode_id", "snapshot_id")
+#: The parameters a call is routed on, the first a tool has (a seat's handle is its
+#: episode's: pass it as ``episode_id`` through a router; ``join`` routes on its game).
+_ROUTED_PARAMS = ("shard", "episode_id", "snapshot_id", "table_id")
 
 
 def _mark_route(parameters: dict[str, Any], sharded: bool) -> None:
