@@ -1,0 +1,14 @@
+"""Long calls as MCP tasks (the ``io.modelcontextprotocol/tasks`` extension, SEP-2663):
+a client that opts in gets a long tool call answered with a task it polls, cancels and
+reads after reconnecting; one that does not gets the same call answered as today."""
+
+from openenv_mcp.server.jobs._control import (
+    JobCancelled,
+    JobControl,
+    current_job,
+    job_check,
+    job_progress,
+    running,
+)
+
+__all__ = ["JobCancelled", "JobControl", "current_job", "job_check", "job_progress", "running"]
