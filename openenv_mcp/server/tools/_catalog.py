@@ -31,6 +31,7 @@ from openenv_mcp.server.tools._args import (
 )
 from openenv_mcp.server.tools._evaluate import evaluate_tool
 from openenv_mcp.server.tools._results import episode_output_schema
+from openenv_mcp.server.tools._rollouts import rollout_tools
 from openenv_mcp.server.tools._seats import seat_output_schema, seat_tools
 from openenv_mcp.server.tools._tools import ACTS, LOOKS, TIDIES, Handler, Hints, ModelTool
 from openenv_mcp.sharding import ROUTE_TOKEN
@@ -61,6 +62,8 @@ def build_tools(spec: EnvSpec, handlers: Handlers, settings: ServerSettings) -> 
         tools.append(_summary_tool(handlers))
     if profile.trainer_tools and spec.splits:
         tools.append(evaluate_tool(spec, handlers))
+    if profile.trainer_tools and handlers.tables is None:  # seats take turns from clients
+        tools += rollout_tools(spec, handlers, _options_schema(spec))
     taken = {t.name for t in tools}
     tools += [_env_tool(tool, handlers, spec) for tool in spec.tools if tool.name not in taken]
     taken = {t.name for t in tools}
