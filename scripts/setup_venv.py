@@ -45,8 +45,11 @@ CREATED = "venv"
 #: Side venvs: what the suite runs beside our stack but cannot install into it. OpenEnv
 #: 0.10 (its server and clients, with the Task API) requires fastmcp<4, ours is 4.x; the
 #: ``openreward`` client pins sse-starlette==2.3.6, mcp 2 needs >=3. Both fit together.
+#: ``fastmcp-tasks`` 4.1.4 (the MCP Tasks client the suite drives our tasks with) pins its
+#: own fastmcp-slim==4.1.4, ours is 4.2.
 SIDE: dict[str, tuple[str, ...]] = {
     "openenv-0.10": ("openenv==0.10.0", "openreward==0.1.167"),
+    "fastmcp-tasks-4.1": ("fastmcp-tasks==4.1.4", "fastmcp-slim==4.1.4"),
 }
 
 
