@@ -180,28 +180,42 @@ async def stop_a_collect(server: Any, how: str, after_steps: int) -> tuple[int, 
     return taken, raised
 
 
+#: Where the environment runs: inline on the event loop, on a thread, in a worker process.
+RUNTIMES = [
+    pytest.param({"env_threads": False}, id="inline"),
+    pytest.param({"env_threads": True}, id="thread"),
+    pytest.param({"workers": 1}, id="worker", marks=pytest.mark.integration),
+]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("how", ["task", "call"])
 async def test_a_cancelled_collect_stops_within_a_step_and_closes_its_episode(
-    tmp_path: Path, how: str
+    tmp_path: Path, how: str, runtime: dict[str, Any]
 ) -> None:
-    server = build_server("echo", settings=ServerSettings(record=str(tmp_path)))
-    taken, raised = await stop_a_collect(server, how, after_steps=10)
-    assert taken >= 10
-    if how == "task":
-        assert len(raised) == 1  # JobCancelled went on up: the task ends as cancelled
-    assert live_episodes(server) == 0
-    (path,) = tmp_path.glob("*.jsonl")  # one episode begun, none after it
-    recording = read_recording(path)
-    # Within one step of the cancel, and nothing half-written: the end record closes it.
-    assert taken <= len(recording.steps) <= taken + 1
-    assert recording.complete and not recording.problem
-    assert recording.end is not None and recording.end["status"] == "closed"
-    assert recording.end["steps"] == len(recording.steps)
-    assert replay(path).ok
-    # The server goes on.
-    async with Session(server) as session:
-        data = (await session.call("collect", {"episodes": 1, "max_steps": 2})).structured
-    assert data is not None and data["episodes"][0]["steps"] == 2
+    server = build_server("echo", settings=ServerSettings(record=str(tmp_path), **runtime))
+    try:
+        taken, raised = await stop_a_collect(server, how, after_steps=10)
+        assert taken >= 10
+        # A cancelled task: JobCancelled goes on up (the task ends as cancelled); a
+        # cancelled call: anyio's cancellation, caught by its own scope.
+        assert len(raised) == (1 if how == "task" else 0)
+        assert live_episodes(server) == 0
+        (path,) = tmp_path.glob("*.jsonl")  # one episode begun, none after it
+        recording = read_recording(path)
+        # Within one step of the cancel, and nothing half-written: its end record closes it.
+        assert taken <= len(recording.steps) <= taken + 1
+        assert recording.complete and not recording.problem
+        assert recording.end is not None and recording.end["status"] == "closed"
+        assert recording.end["steps"] == len(recording.steps)
+        assert replay(path).ok
+        # The server goes on.
+        with anyio.fail_after(WAIT):
+            async with Session(server) as session:
+                answer = await session.call("collect", {"episodes": 1, "max_steps": 2})
+        assert (answer.structured or {})["episodes"][0]["steps"] == 2
+    finally:
+        await get_app(server).aclose()  # its worker process, where it has one
 
 
 async def test_another_client_steps_while_a_collect_runs() -> None:
