@@ -166,7 +166,8 @@ function drawActions(legal) {
   const named = Array.isArray(legal) ? legal : [];
   for (const action of named) {
     const name = String(action.name);
-    const button = el("button", { type: "button", textContent: name, title: `step ${name}`, dataset: { action: name } });
+    const button = el("button", { type: "button", textContent: name, title: `step ${name}` });
+    button.setAttribute("data-action", name);
     button.disabled = state.done || state.busy;
     button.onclick = () => play(name);
     box.append(button);
