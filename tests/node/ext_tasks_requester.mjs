@@ -200,7 +200,7 @@ async function cancel() {
       await new Promise((resolve) => setTimeout(resolve, 50));
       before = await controller.snapshot();
     }
-    await new Promise((resolve) => setTimeout(resolve, 500)); // the work is under way
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // the work is under way
     before = await controller.snapshot();
     const began = performance.now();
     await execution.cancel(AbortSignal.timeout(TIMEOUT_MS));

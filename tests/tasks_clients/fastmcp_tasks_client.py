@@ -64,7 +64,7 @@ async def cancel(url: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         task = await call_tool_task(client, tool, args, timeout=TIMEOUT)
         created = _task_fields(task.create_result)
         working = _task_fields(await task.wait(state="working", timeout=TIMEOUT))
-        await asyncio.sleep(0.5)  # the work is under way: a step or more in
+        await asyncio.sleep(1.0)  # the work is under way: a step or more in
         before = _task_fields(await task.status())
         began = time.monotonic()
         await task.cancel()
