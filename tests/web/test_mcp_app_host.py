@@ -1,0 +1,304 @@
+"""Our MCP App (the game view) in a real MCP Apps host, in Debian's Chromium.
+
+The host page (``tests/web/apps_host/``) is built on ``@modelcontextprotocol/ext-apps``'
+host side (``AppBridge`` over ``PostMessageTransport``, bundled by esbuild from npm at
+set-up: ``scripts/ensure_apps_host.sh``); its MCP connection is the stock ``mcp`` SDK
+client announcing the UI extension to ``openenv-mcp serve ENV --profile agent --stdio``
+(``apps_host/host.py``). As a chat client does, it calls ``reset``, reads the tool's
+``_meta.ui.resourceUri``, renders that resource in a sandboxed iframe under the CSP the
+resource declares, pushes the call's input and result to the view, forwards the view's
+``tools/call`` to the server, and sizes the iframe as the view asks.
+
+``OPENENV_MCP_SHOTS=DIR`` keeps a screenshot of each game in the host as ``DIR/NAME.png``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers import CLI, ROOT, ensure_installed, stop
+from tests.web.conftest import Pages, check
+
+pytestmark = pytest.mark.integration
+
+HOST = [sys.executable, "-m", "tests.web.apps_host.host"]
+#: The tools whose calls are moves: a click on one of the view's action buttons makes one.
+MOVES = {"step", "noop", "fire", "right", "left", "right_fire", "left_fire"}
+
+
+@pytest.fixture(scope="session")
+def apps_host_bundle() -> Path:
+    out = ensure_installed("ensure_apps_host.sh", "the MCP Apps test host (ext-apps from npm)")
+    values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return Path(values["APPS_HOST_BUNDLE"])
+
+
+@contextlib.contextmanager
+def apps_host(bundle: Path, env: str, *options: str, timeout: float = 120.0) -> Iterator[str]:
+    """The host's server, connected over stdio to ``openenv-mcp serve ENV OPTIONS``; yields
+    its page's URL."""
+    server = [*CLI, "serve", env, "--stdio", "--log-level", "WARNING", *options]
+    proc = subprocess.Popen(
+        [*HOST, "--bundle", str(bundle), "--", *server],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    stderr: list[bytes] = []
+    drain = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
+    drain.start()
+    line: list[bytes] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout)
+    try:
+        if not line or not line[0].startswith(b"HOST="):
+            stop(proc)
+            drain.join(5)
+            raise RuntimeError(
+                f"the apps host did not start within {timeout}s: "
+                f"{b''.join(stderr).decode(errors='replace')[-3000:]}"
+            )
+        yield line[0].decode().strip().removeprefix("HOST=")
+    finally:
+        stop(proc)
+
+
+def server_calls(url: str) -> list[dict[str, Any]]:
+    """Every call the host forwarded to the server so far, in order."""
+    with urllib.request.urlopen(url + "calls", timeout=30) as response:
+        calls: list[dict[str, Any]] = json.load(response)
+    return calls
+
+
+def page_url(url: str, tool: str = "reset", arguments: dict[str, Any] | None = None) -> str:
+    query = {"tool": tool, "args": json.dumps(arguments if arguments is not None else {"seed": 0})}
+    return f"{url}?{urllib.parse.urlencode(query)}"
+
+
+def shot(page: Any, name: str) -> None:
+    """A screenshot of the host page as ``$OPENENV_MCP_SHOTS/NAME.png``, where that is set."""
+    where = os.environ.get("OPENENV_MCP_SHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
+
+
+def open_host(pages: Pages, url: str) -> Any:
+    """The host page, as ``Pages.open`` opens one (its console errors fail the test), with
+    a wait for the view's first result long enough for a busy machine's first reset."""
+    page = pages.context.new_page()
+    page.on(
+        "console",
+        lambda m: pages.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+    )
+    page.on("pageerror", lambda e: pages.errors.append(f"uncaught: {e}"))
+    page.goto(url)
+    page.wait_for_function(
+        "document.body.dataset.ready === '1' || (window.appsHost && window.appsHost.error)",
+        timeout=120_000,
+    )
+    error = page.evaluate("window.appsHost.error")
+    assert error is None, f"the host page failed: {error}"
+    return page
+
+
+def view_of(page: Any) -> Any:
+    """The view's frame inside the host's iframe."""
+    frame = page.wait_for_selector("iframe#app", timeout=30_000).content_frame()
+    assert frame is not None
+    return frame
+
+
+#: The view's frame is a PNG the browser decoded (natural size > 0).
+FRAME_SHOWN = """() => {
+  const img = document.getElementById("frame");
+  return img !== null && img.src.startsWith("data:image/png")
+    && img.complete && img.naturalWidth > 0 && img.naturalHeight > 0;
+}"""
+#: A new frame (another PNG) and the step counter one past ``[src, step]``.
+STEPPED = """([src, step]) => {
+  const img = document.getElementById("frame");
+  const shown = (document.getElementById("step").textContent.match(/\\d+/) || ["-1"])[0];
+  return img.src !== src && parseInt(shown) === step + 1 && img.complete && img.naturalWidth > 0;
+}"""
+
+
+def step_number(view: Any) -> int:
+    digits = "".join(ch for ch in view.inner_text("#step") if ch.isdigit())
+    assert digits, f"#step shows no number: {view.inner_text('#step')!r}"
+    return int(digits)
+
+
+def iframe_fits(page: Any) -> None:
+    """The view told the host its size after the result came, and the host's iframe took
+    the height it asked for (away from the page's 150 px before any)."""
+    page.wait_for_function(
+        "window.appsHost.sizes.length > window.appsHost.sizesAtResult", timeout=30_000
+    )
+    sizes = page.evaluate("window.appsHost.sizes")
+    heights = [s["height"] for s in sizes if s.get("height")]
+    check(heights, f"the view sent no size-changed with a height: {sizes}")
+    css = page.evaluate("document.getElementById('app').style.height")
+    check(css == f"{math.ceil(heights[-1])}px", f"iframe height {css!r}, last asked {heights[-1]}")
+    check(heights[-1] > 150, f"the view asked for {heights[-1]} px: it draws more than that")
+
+
+def one_move(url: str, page: Any, view: Any, button: str) -> dict[str, Any]:
+    """Click ``button`` in the view; wait for its new frame and step; return the one move
+    it made (a second move from the same click fails)."""
+    src, step = view.get_attribute("#frame", "src"), step_number(view)
+    before = len(server_calls(url))
+    seen_by_page = len(page.evaluate("window.appsHost.serverCalls"))
+    view.click(button)
+    view.wait_for_function(STEPPED, arg=[src, step], timeout=60_000)
+    # A quiet second: a doubled handler's second call would have been sent by now.
+    page.wait_for_timeout(1000)
+    after = server_calls(url)[before:]
+    moves = [c for c in after if c["method"] == "tools/call" and c["params"]["name"] in MOVES]
+    check(len(moves) == 1, f"one click on {button} made {len(moves)} moves: {after}")
+    # It went through the host (the view's tools/call over the bridge), not around it.
+    through = page.evaluate("window.appsHost.serverCalls")[seen_by_page:]
+    check(
+        [c["from"] for c in through if c["params"].get("name") in MOVES] == ["view"], str(through)
+    )
+    check(view.get_attribute("#frame", "src") != src)
+    check(step_number(view) == step + 1)
+    move: dict[str, Any] = moves[0]["params"]
+    return move
+
+
+def test_pong_first_frame_one_step_per_click_and_the_view_sizes_itself(
+    pages: Pages, apps_host_bundle: Path
+) -> None:
+    with apps_host(apps_host_bundle, "atari", "--game", "pong", "--profile", "agent") as url:
+        page = open_host(pages, page_url(url))
+        host = page.evaluate("window.appsHost")
+        check(
+            [c["method"] for c in host["serverCalls"]][:3]
+            == ["tools/list", "tools/call", "resources/read"],
+            str(host["serverCalls"]),
+        )
+        check(host["viewInfo"].get("name"), f"the view named itself: {host['viewInfo']}")
+        view = view_of(page)
+
+        # The first frame, drawn from the reset result the host pushed.
+        view.wait_for_function(FRAME_SHOWN, timeout=30_000)
+        iframe_fits(page)
+        shot(page, "app-pong")
+
+        move = one_move(url, page, view, "button[data-action='FIRE']")
+        check(
+            move["name"] == "fire"
+            or (move["name"] == "step" and str(move["arguments"].get("action")).upper() == "FIRE"),
+            f"the FIRE button called {move}",
+        )
+        iframe_fits(page)
+        shot(page, "app-pong-after-fire")
+
+
+def test_chess_board_renders_and_a_move_button_plays_it(
+    pages: Pages, apps_host_bundle: Path
+) -> None:
+    with apps_host(apps_host_bundle, "chess", "--profile", "agent") as url:
+        page = open_host(pages, page_url(url))
+        view = view_of(page)
+        view.wait_for_function(FRAME_SHOWN, timeout=30_000)
+        width, height = view.evaluate(
+            "(() => { const i = document.getElementById('frame');"
+            " return [i.naturalWidth, i.naturalHeight]; })()"
+        )
+        check(width > 100 and height > 100, f"the board is {width}x{height}")
+        iframe_fits(page)
+        shot(page, "app-chess")
+
+        e2e4 = "button[data-action='e2e4']"
+        check(view.query_selector(e2e4) is not None, "the view offers e2e4 as a move")
+        move = one_move(url, page, view, e2e4)
+        check(move["name"] == "step" and move["arguments"].get("action") == "e2e4", str(move))
+        iframe_fits(page)
+        shot(page, "app-chess-after-e2e4")
+
+
+def post(url: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url + "mcp", data=body, method="POST")
+    request.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def test_the_host_forwards_only_what_a_host_may_and_says_why_not(apps_host_bundle: Path) -> None:
+    # The forwarder is a surface of its own: a stranger's requests get clear errors, and
+    # what it forwards reaches the real server through a client announcing the extension.
+    with apps_host(apps_host_bundle, "atari", "--game", "pong", "--profile", "agent") as url:
+        for body, status, words in [
+            (b"{not json", 400, "expected a JSON object"),
+            (b"[1, 2]", 400, "got list"),
+            (b'{"method": "tools/delete"}', 400, "method must be one of tools/list, tools/call"),
+            (b'{"method": "tools/call", "params": []}', 400, "params must be an object"),
+            (b'{"method": "tools/call", "params": {"arguments": {}}}', 400, "params.name"),
+            (
+                b'{"method": "tools/call", "params": {"name": "step", "arguments": 7}}',
+                400,
+                "arguments must be an object, got int",
+            ),
+            (b'{"method": "resources/read", "params": {"uri": ""}}', 400, "params.uri"),
+            (b"{" + b" " * (1 << 20) + b"}", 413, "body over"),
+        ]:
+            got, answer = post(url, body)
+            check(
+                (got, words in answer.get("error", "")) == (status, True),
+                f"{body[:60]!r}: {got} {answer}",
+            )
+        # The server's own refusal comes back as the server said it.
+        got, answer = post(url, b'{"method": "resources/read", "params": {"uri": "ui://nope/x"}}')
+        check(got == 502 and "ui://nope/x" in answer["error"], f"{got} {answer}")
+        got, answer = post(
+            url,
+            json.dumps(
+                {
+                    "method": "tools/call",
+                    "params": {"name": "step", "arguments": {"action": "JUMP"}},
+                }
+            ).encode(),
+        )
+        check(got == 200 and answer["result"].get("isError") is True, str(answer)[:500])
+        # The view is listed and read as an MCP App for this client (it announced the extension).
+        got, answer = post(url, b'{"method": "tools/list"}')
+        uris = {
+            t["name"]: t.get("_meta", {}).get("ui", {}).get("resourceUri")
+            for t in answer["result"]["tools"]
+        }
+        check(uris["reset"] and uris["reset"] == uris["step"] == uris["fire"], str(uris))
+        got, answer = post(
+            url, json.dumps({"method": "resources/read", "params": {"uri": uris["reset"]}}).encode()
+        )
+        content = answer["result"]["contents"][0]
+        check(
+            content["mimeType"] == "text/html;profile=mcp-app"
+            and "<html" in content["text"].lower(),
+            str(content)[:300],
+        )
+        methods = [c["method"] for c in server_calls(url)]
+        check(
+            methods == ["resources/read", "tools/call", "tools/list", "resources/read"],
+            str(methods),
+        )
