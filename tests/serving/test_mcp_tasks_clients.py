@@ -176,7 +176,7 @@ async def test_cancelling_a_long_collect_stops_it_and_closes_its_episodes(
     assert await anyio.to_thread.run_sync(server.live_episodes) == 0
     recordings = list(iter_recordings(server.records))
     assert recordings, "the collect's episodes were not recorded"
-    unfinished = [r.path for r in recordings if r.end is None or r.problem is not None]
+    unfinished = [r.path for r in recordings if r.end is None or r.problem]
     assert not unfinished, f"recordings left half-written: {unfinished}"
 
 
