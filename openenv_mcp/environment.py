@@ -346,6 +346,8 @@ class Serving:
         enforce_mask: the server refuses an action ``info["action_mask"]`` marks
             illegal (``InvalidAction``); ``False`` where the mask only advises, as in
             Gymnasium's Taxi (a masked action is a legal, penalised step there).
+        slow_steps: a step may take seconds (a sandboxed test run): a client of the MCP
+            tasks extension gets ``step`` answered as a task it polls.
     """
 
     inline: bool = False
@@ -355,6 +357,7 @@ class Serving:
     resources: Resources = Resources()
     rewards: tuple[Any, ...] = ()
     enforce_mask: bool = True
+    slow_steps: bool = False
 
 
 class Environment(ABC, Generic[ConfigT]):

@@ -28,12 +28,16 @@ from openenv_mcp.server.episodes._episodes import EpisodeTable
 from openenv_mcp.server.episodes._handlers import Handlers
 from openenv_mcp.server.episodes._runtime import LocalRef, LocalRuntime, Runtime
 from openenv_mcp.server.episodes._seat_env import MARGIN, SeatEnv
+from openenv_mcp.server.jobs import POLL_MS, TASKS_EXTENSION_ID, JobStore, McpTasksExtension
 from openenv_mcp.server.tools._catalog import build_tools
 from openenv_mcp.server.tools._direct import DirectCalls
 from openenv_mcp.server.tools._tools import ModelTool, UnknownToolErrors
 from openenv_mcp.spec import EnvSpec
 
-__all__ = ["EnvApp"]
+__all__ = ["LONG_TOOLS", "EnvApp"]
+
+#: Tools whose every call is long: answered as an MCP task to a client of the extension.
+LONG_TOOLS = frozenset({"evaluate", "collect", "run_episode"})
 
 
 class EnvApp:
@@ -122,6 +126,26 @@ class EnvApp:
         self.table = EpisodeTable(runtime, settings)
         self.handlers = Handlers(self.table, settings, self.prototype)
         self.tools: list[ModelTool] = build_tools(self.spec, self.handlers, settings)
+        #: The long calls running (or run) as MCP tasks (:mod:`openenv_mcp.server.jobs`).
+        self.jobs = JobStore(
+            ttl_ms=round(settings.mcp_tasks_ttl * 1000),
+            per_client=settings.mcp_tasks_per_client,
+            poll_ms=POLL_MS,
+        )
+        #: Extensions a request may declare that change its answer: the transports' direct
+        #: paths leave such a request to the standard stack.
+        self.extension_ids: set[str] = {TASKS_EXTENSION_ID}
+
+    def long_call(self, name: str, arguments: dict[str, Any]) -> bool:
+        """Whether a call may take long enough to run as an MCP task: an eval, a
+        collection, a whole episode; a seat's step, which waits for its turn; a step of
+        an env whose steps are slow (a sandboxed test run)."""
+        if name in LONG_TOOLS:
+            return True
+        if name != "step":
+            return False
+        seated = self.handlers.tables is not None and arguments.get("wait", True) is not False
+        return seated or self.env_cls.serving.slow_steps
 
     def _seat_spaces(self) -> tuple[str, ...]:
         """Serve a seat's spaces (its game's, where they differ from the one-seat env's):
@@ -196,7 +220,10 @@ class EnvApp:
     def direct_calls(self, server: FastMCP, transport: str) -> DirectCalls:
         """Answers to tool calls straight from JSON-RPC (a transport's direct path)."""
         return DirectCalls(
-            self.tools, {"name": server.name, "version": str(server.version)}, transport
+            self.tools,
+            {"name": server.name, "version": str(server.version)},
+            transport,
+            frozenset(self.extension_ids),
         )
 
     def instructions(self) -> str:
@@ -213,6 +240,7 @@ class EnvApp:
         """Add this environment's tools and resources to ``server``."""
         for tool in self.tools:
             server.add_tool(tool)
+        server.add_extension(McpTasksExtension(self.jobs, self.long_call))
         self.handlers.server = server  # what an eval in the server connects to
         server.add_middleware(UnknownToolErrors(server))
         name = self.env_cls.name

@@ -20,6 +20,7 @@ from openenv_mcp.options import make_config
 from openenv_mcp.registry import get_env_class
 from openenv_mcp.server._app import EnvApp
 from openenv_mcp.server._settings import ServerSettings
+from openenv_mcp.server.faces._mcp_app import mount_mcp_app
 from openenv_mcp.server.transports._http import http_run_options, mount_health
 from openenv_mcp.server.transports._limits import (
     accept_errors_throttled,
@@ -67,6 +68,7 @@ def build_server(
         mask_error_details=True,
     )
     app.mount(server)
+    mount_mcp_app(server, app)  # the game view, for hosts of MCP Apps
     setattr(server, _APP_ATTR, app)
     return server
 

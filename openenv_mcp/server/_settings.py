@@ -306,6 +306,26 @@ class Seating(_Group):
     )
 
 
+class McpTasks(_Group):
+    """Long calls (``evaluate``, ``collect``, ``run_episode``, a seat's wait, a slow step)
+    answered as MCP tasks to a client that negotiates the tasks extension
+    (:mod:`openenv_mcp.server.jobs`); every other client gets them answered in the call."""
+
+    panel: ClassVar[str] = "MCP tasks"
+    prefix: ClassVar[str] = "mcp_tasks_"
+
+    ttl: float = Field(
+        3600.0,
+        gt=0,
+        le=7 * 24 * 3600,
+        description="Seconds a finished task's result stays readable (tasks/get), from "
+        "any connection of the client that made it.",
+    )
+    per_client: int = Field(
+        8, ge=1, le=1000, description="Most tasks one client may have running at once."
+    )
+
+
 #: The groups, by their attribute on :class:`ServerSettings`.
 GROUPS: dict[str, type[_Group]] = {
     "tools": Tools,
@@ -316,6 +336,7 @@ GROUPS: dict[str, type[_Group]] = {
     "http": HttpLimits,
     "episode_host": EpisodeHost,
     "seating": Seating,
+    "mcp_tasks": McpTasks,
 }
 #: Flat name -> (group, field in it).
 _FLAT: dict[str, tuple[str, str]] = {
@@ -350,6 +371,7 @@ class ServerSettings(BaseModel):
     http: HttpLimits = Field(default_factory=HttpLimits)
     episode_host: EpisodeHost = Field(default_factory=EpisodeHost)
     seating: Seating = Field(default_factory=Seating)
+    mcp_tasks: McpTasks = Field(default_factory=McpTasks)
 
     def __init__(self, **data: Any) -> None:
         """Groups or flat names, as keyword arguments (see the class)."""
@@ -415,6 +437,8 @@ class ServerSettings(BaseModel):
         episode_host_idle: float
         seats: str | None
         turn_timeout: float
+        mcp_tasks_ttl: float
+        mcp_tasks_per_client: int
 
 
 def _flat_property(attr: str, name: str) -> property:

@@ -230,6 +230,7 @@ class CodingEnv(Environment[CodingConfig]):
     Info = CodingInfo
     serving = Serving(
         inline=False,  # a run takes up to wall_seconds
+        slow_steps=True,
         action_tools=False,
         reward_range=(0.0, 1.0),
         resources=Resources(cpu=1.0, memory_mib=1024, episodes=16, episode_timeout_s=1800.0),

@@ -10,5 +10,20 @@ from openenv_mcp.server.jobs._control import (
     job_progress,
     running,
 )
+from openenv_mcp.server.jobs._extension import POLL_MS, TASKS_EXTENSION_ID, McpTasksExtension
+from openenv_mcp.server.jobs._store import Job, JobStore, UnknownJob
 
-__all__ = ["JobCancelled", "JobControl", "current_job", "job_check", "job_progress", "running"]
+__all__ = [
+    "POLL_MS",
+    "TASKS_EXTENSION_ID",
+    "Job",
+    "JobCancelled",
+    "JobControl",
+    "JobStore",
+    "McpTasksExtension",
+    "UnknownJob",
+    "current_job",
+    "job_check",
+    "job_progress",
+    "running",
+]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
+
 from openenv_mcp.server.episodes._handlers import direct_transport
 from openenv_mcp.server.tools._tools import ModelTool
 from openenv_mcp.wire.exactjson import dumps as wire_dumps
@@ -38,8 +40,17 @@ class DirectCalls:
     ``resultType`` and the server's identity in ``_meta``.
     """
 
-    def __init__(self, tools: list[ModelTool], server_info: dict[str, str], transport: str) -> None:
+    def __init__(
+        self,
+        tools: list[ModelTool],
+        server_info: dict[str, str],
+        transport: str,
+        extensions: frozenset[str] = frozenset(),
+    ) -> None:
         self.tools = {t.name: t for t in tools}
+        #: Extensions that change a call's answer (MCP tasks): a call declaring one goes
+        #: to the standard stack, where they are served.
+        self.extensions = extensions
         #: Tools with a parameter mirrored in an ``Mcp-Param-*`` header: their schemas.
         self.header_schemas = {
             t.name: t.parameters
@@ -62,7 +73,15 @@ class DirectCalls:
             or not isinstance(params.get("arguments", {}), dict | None)
         ):
             return None  # the standard stack answers malformed calls
+        if self.extensions and self._declares_extension(params):
+            return None
         return message["id"], params
+
+    def _declares_extension(self, params: dict[str, Any]) -> bool:
+        meta = params.get("_meta")
+        caps = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+        declared = caps.get("extensions") if isinstance(caps, dict) else None
+        return isinstance(declared, dict) and not self.extensions.isdisjoint(declared)
 
     async def run(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         """Run the call; return the JSON-RPC response."""

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.errors import ArgumentError, UnknownTask, did_you_mean
 from openenv_mcp.registry import load_reference
+from openenv_mcp.server.jobs._control import job_progress
 from openenv_mcp.server.tools._results import Reply, text_block
 from openenv_mcp.server.tools._tools import Hints, ModelTool
 from openenv_mcp.spec import EnvSpec
@@ -103,6 +104,11 @@ def evaluate_tool(spec: EnvSpec, handlers: Handlers) -> ModelTool:
     )
 
 
+def _progress(done: int, total: int) -> None:
+    """An eval running as an MCP task reports its runs (a cancel stops its awaits)."""
+    job_progress(done, total, "runs")
+
+
 async def run_evaluate(server: Any, spec: EnvSpec, args: EvaluateArgs) -> Reply:
     """Run one ``evaluate`` call: the eval's report as ``structuredContent``, its table as
     the text.
@@ -155,6 +161,7 @@ async def run_evaluate(server: Any, spec: EnvSpec, args: EvaluateArgs) -> Reply:
         max_steps=args.max_steps,
         limit=tasks,
         seed=args.seed,
+        progress=_progress,
     )
     log.info("evaluate: %d runs of %s/%s", runs, spec.name, args.split)
     return Reply([text_block(report.table())], report.to_json())

@@ -25,6 +25,7 @@ from pydantic.json_schema import SkipJsonSchema
 from openenv_mcp.errors import ArgumentError, OpenEnvError, UnknownTool, did_you_mean
 from openenv_mcp.options import format_validation_error
 from openenv_mcp.server.faces._feed import current_tool
+from openenv_mcp.server.jobs._control import JobCancelled
 from openenv_mcp.server.tools._results import Reply, error_result
 from openenv_mcp.wire.portability import portable
 
@@ -145,6 +146,8 @@ class ModelTool(Tool):
             return await self.handler(args)
         except OpenEnvError as exc:
             return error_result(exc)
+        except JobCancelled:
+            raise  # the task running this call was cancelled: it ends as cancelled
         except Exception:
             # The details go to the server log, never to a client.
             log.exception("tool %s failed", self.name)
