@@ -47,8 +47,10 @@ class EnvServer:
         ledger: Any,
         client_cap: int,
         replicas: int,
+        task_ledger: Any = None,
     ) -> None:
         from openenv_mcp.cluster._ledger import attach_ledger
+        from openenv_mcp.cluster._tasks import attach_task_ledger
         from openenv_mcp.server import build_server, get_app
         from openenv_mcp.server._settings import ServerSettings
 
@@ -61,6 +63,9 @@ class EnvServer:
         self.table = attach_ledger(
             self.env_app.table, ledger=ledger, shard=self.shard, cap=client_cap, replicas=replicas
         )
+        # A client's tasks/get and tasks/cancel name no shard: any replica answers them.
+        if task_ledger is not None:
+            attach_task_ledger(self.env_app.jobs, ledger=task_ledger, shard=self.shard)
         self.env_app.prototype.check_exposure(True)  # every replica serves HTTP
         self.auth_token = auth_token
         self.allowed_hosts = list(allowed_hosts)
@@ -146,6 +151,7 @@ def _application(
 ) -> Any:
     from openenv_mcp.cluster._ledger import LEDGER_NAME, ClientLedger, deployment_cap
     from openenv_mcp.cluster._router import ShardRouter
+    from openenv_mcp.cluster._tasks import TASK_LEDGER_NAME, TaskLedger
     from openenv_mcp.server._settings import ServerSettings
 
     if replicas < 1:
@@ -160,6 +166,17 @@ def _application(
     ledger = serve.deployment(
         ClientLedger,
         name=LEDGER_NAME,
+        num_replicas=1,
+        max_ongoing_requests=LEDGER_MAX_ONGOING,
+        ray_actor_options={"num_cpus": 0},
+        health_check_period_s=1.0,
+        graceful_shutdown_timeout_s=1.0,
+    )
+    # Every replica's MCP tasks, read and cancelled from any replica: a room of its own,
+    # so results held for their ttl never slow the episode counts.
+    task_ledger = serve.deployment(
+        TaskLedger,
+        name=TASK_LEDGER_NAME,
         num_replicas=1,
         max_ongoing_requests=LEDGER_MAX_ONGOING,
         ray_actor_options={"num_cpus": 0},
@@ -189,6 +206,7 @@ def _application(
         ledger.bind(),
         client_cap,
         replicas,
+        task_ledger.bind(),
     )
 
 

@@ -1,6 +1,7 @@
 """Long calls as MCP tasks (the ``io.modelcontextprotocol/tasks`` extension, SEP-2663):
 a client that opts in gets a long tool call answered with a task it polls, cancels and
-reads after reconnecting; one that does not gets the same call answered as today."""
+reads after reconnecting; one that does not gets the same call answered as today. Behind
+a router of replicas, a :class:`JobMirror` lets any replica answer and cancel a task."""
 
 from openenv_mcp.server.jobs._control import (
     JobCancelled,
@@ -11,6 +12,7 @@ from openenv_mcp.server.jobs._control import (
     running,
 )
 from openenv_mcp.server.jobs._extension import POLL_MS, TASKS_EXTENSION_ID, McpTasksExtension
+from openenv_mcp.server.jobs._mirror import JobMirror
 from openenv_mcp.server.jobs._store import Job, JobStore, UnknownJob
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "Job",
     "JobCancelled",
     "JobControl",
+    "JobMirror",
     "JobStore",
     "McpTasksExtension",
     "UnknownJob",

@@ -116,12 +116,12 @@ class McpTasksExtension(ServerExtension):
         finally:
             self._serving = False
             for job in self.store.running():
-                job.control.cancel()
-                if job.scope is not None:
-                    job.scope.cancel()
+                job.cancel()
             with anyio.move_on_after(SHUTDOWN_GRACE, shield=True):
                 for job in self.store.running():
                     await job.ended.wait()
+                if self.store.mirror is not None:
+                    await self.store.mirror.stop()
 
     async def intercept_tool_call(
         self,
@@ -143,6 +143,8 @@ class McpTasksExtension(ServerExtension):
             job = self.store.create(params.name, _owner())
         except OpenEnvError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        # Other replicas answer it from the mirror as soon as the client knows its id.
+        await self.store.published(job)
         # A task of its own, in this request's context, outliving the request.
         worker = asyncio.get_running_loop().create_task(self._run(job, call_next))
         self._workers.add(worker)
@@ -175,8 +177,10 @@ class McpTasksExtension(ServerExtension):
         result = _result_dict(outcome) if status == "completed" else None
         self.store.finish(job, status, result=result, error=error)  # type: ignore[arg-type]
         log.info("task %s: %s %s", job.id, job.tool, status)
+        with anyio.CancelScope(shield=True):
+            await self.store.published(job)
 
-    def _job(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> Job:
+    def _check_declared(self, ctx: ServerRequestContext[Any, Any]) -> None:
         if read_client_extension_settings(ctx, TASKS_EXTENSION_ID) is None:
             raise MCPError(
                 code=mcp_types.MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -184,36 +188,37 @@ class McpTasksExtension(ServerExtension):
                 "in the request's client capabilities",
                 data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
             )
+
+    async def _find(
+        self, ctx: ServerRequestContext[Any, Any], task_id: str
+    ) -> tuple[str, dict[str, Any]]:
+        """The tool and answer of this client's task, held here or by another replica."""
+        self._check_declared(ctx)
         try:
-            return self.store.get(task_id, _owner())
+            return await self.store.find(task_id, _owner())
         except UnknownJob as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: _TaskIdParams) -> _Wire:
-        job = self._job(ctx, params.task_id)
-        wire = {"resultType": "complete", **job.wire(self.store.ttl_ms, self.store.poll_ms)}
-        if job.status == "completed":
-            wire["result"] = job.result
-        elif job.status == "failed":
-            wire["error"] = job.error
-        return _Wire.model_validate(wire)
+        _, answer = await self._find(ctx, params.task_id)
+        return _Wire.model_validate(answer)
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: _TaskIdParams) -> _Wire:
         """Stop a running task (a finished one stays as it ended)."""
-        job = self._job(ctx, params.task_id)
-        if job.live:
-            job.control.cancel()
-            if job.scope is not None:
-                job.scope.cancel()
-            log.info("task %s: %s cancel asked", job.id, job.tool)
+        self._check_declared(ctx)
+        try:
+            await self.store.cancel(params.task_id, _owner())
+        except UnknownJob as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        log.info("task %s: cancel asked", params.task_id[:100])
         return _Wire.model_validate({"resultType": "complete"})
 
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: _UpdateParams) -> _Wire:
-        job = self._job(ctx, params.task_id)
+        tool, answer = await self._find(ctx, params.task_id)
         raise MCPError(
             code=INVALID_PARAMS,
-            message=f"task {job.id} ({job.tool}) is {job.status}, not input_required: this "
-            "server's tasks never ask for input",
+            message=f"task {answer['taskId']} ({tool}) is {answer['status']}, not "
+            "input_required: this server's tasks never ask for input",
         )
 
 

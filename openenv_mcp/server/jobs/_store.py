@@ -6,6 +6,11 @@ new Streamable HTTP request, a new stdio client of the episode host) reads a tas
 its id. An id is 128 random bits, so holding it is what entitles a client to the
 task; a task is also bound to the client that made it (its address over HTTP), and
 another client is told it does not exist, as an unknown or expired id is.
+
+On a sharded server (``shard``: a Ray Serve replica) an id names its shard, as episode
+handles do (``task_...@SHARD``), and a :class:`~openenv_mcp.server.jobs.JobMirror`
+plugged in with :meth:`JobStore.attach_mirror` lets a replica answer, and cancel,
+another replica's tasks (:mod:`openenv_mcp.server.jobs._mirror`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import anyio
 
 from openenv_mcp.errors import ServerFull
 from openenv_mcp.server.jobs._control import JobControl
+from openenv_mcp.server.jobs._mirror import JobMirror, MirrorSync
+from openenv_mcp.sharding import shard_of, with_shard
 
 __all__ = ["TERMINAL", "Job", "JobStore", "TaskStatus", "UnknownJob"]
 
@@ -63,6 +70,21 @@ class Job:
         """Still running (a cancel asked for but not yet taken counts)."""
         return not self.ended.is_set()
 
+    def cancel(self) -> None:
+        """Ask the work to stop at its next step, and cancel its awaits now."""
+        self.control.cancel()
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def answer(self, ttl_ms: int, poll_ms: int) -> dict[str, Any]:
+        """The ``tasks/get`` result: the task's fields, its result or error once ended."""
+        out = {"resultType": "complete", **self.wire(ttl_ms, poll_ms)}
+        if self.status == "completed":
+            out["result"] = self.result
+        elif self.status == "failed":
+            out["error"] = self.error
+        return out
+
     def wire(self, ttl_ms: int, poll_ms: int) -> dict[str, Any]:
         """The task's fields as SEP-2663 names them (``taskId``, ``status``...)."""
         out: dict[str, Any] = {
@@ -95,11 +117,24 @@ class JobStore:
     """Every task of one server: made, looked up by id and client, forgotten after
     their ``ttl_ms``; at most ``per_client`` running for one client at once."""
 
-    def __init__(self, *, ttl_ms: int, per_client: int, poll_ms: int) -> None:
+    def __init__(
+        self, *, ttl_ms: int, per_client: int, poll_ms: int, shard: str | None = None
+    ) -> None:
         self.ttl_ms = ttl_ms
         self.per_client = per_client
         self.poll_ms = poll_ms
+        #: The shard task ids name (``None``: an unsharded server).
+        self.shard = shard
         self.jobs: dict[str, Job] = {}
+        #: Where other replicas see these tasks, and this one theirs (``None``: alone).
+        self.mirror: MirrorSync | None = None
+
+    def attach_mirror(self, mirror: JobMirror, shard: str) -> MirrorSync:
+        """Name ``shard`` in new task ids, publish tasks to ``mirror`` and answer other
+        replicas' tasks from it (a sharded server's replica, as it is built)."""
+        self.shard = shard
+        self.mirror = MirrorSync(self, mirror)
+        return self.mirror
 
     def create(self, tool: str, owner: str) -> Job:
         """A new working task of ``tool`` for ``owner``.
@@ -115,7 +150,8 @@ class JobStore:
                 f"(--mcp-tasks-per-client={self.per_client}): wait for one to finish, cancel "
                 "one (tasks/cancel), or call without the tasks extension"
             )
-        job = Job(id="task_" + secrets.token_urlsafe(16), tool=tool, owner=owner)
+        task_id = with_shard("task_" + secrets.token_urlsafe(16), self.shard)
+        job = Job(id=task_id, tool=tool, owner=owner)
         self.jobs[job.id] = job
         return job
 
@@ -129,12 +165,62 @@ class JobStore:
         self.sweep()
         job = self.jobs.get(task_id) if isinstance(task_id, str) else None
         if job is None or job.owner != owner:
-            shown = task_id[:80] if isinstance(task_id, str) else repr(task_id)[:80]
-            raise UnknownJob(
-                f"no task {shown!r} on this server for this client: never made, another "
-                f"client's, or forgotten {self.ttl_ms / 1000:g}s after it finished (ttlMs)"
-            )
+            raise self._unknown(task_id)
         return job
+
+    def _unknown(self, task_id: Any) -> UnknownJob:
+        shown = task_id[:80] if isinstance(task_id, str) else repr(task_id)[:80]
+        return UnknownJob(
+            f"no task {shown!r} on this server for this client: never made, another "
+            f"client's, or forgotten {self.ttl_ms / 1000:g}s after it finished (ttlMs)"
+        )
+
+    def _elsewhere(self, task_id: str) -> bool:
+        """Whether ``task_id`` may be another replica's (asked of the mirror)."""
+        return (
+            self.mirror is not None
+            and isinstance(task_id, str)
+            and task_id not in self.jobs
+            and shard_of(task_id) != self.shard
+        )
+
+    async def find(self, task_id: str, owner: str) -> tuple[str, dict[str, Any]]:
+        """The tool and ``tasks/get`` answer of ``owner``'s task ``task_id``, held here or
+        (with a mirror) by another replica.
+
+        Raises:
+            UnknownJob: as :meth:`get`.
+        """
+        if self._elsewhere(task_id):
+            assert self.mirror is not None
+            found = await self.mirror.lookup(task_id, owner)
+            if found is None:
+                raise self._unknown(task_id)
+            return found
+        job = self.get(task_id, owner)
+        return job.tool, job.answer(self.ttl_ms, self.poll_ms)
+
+    async def cancel(self, task_id: str, owner: str) -> None:
+        """Stop ``owner``'s task ``task_id`` if it still runs, here or (with a mirror)
+        at another replica, which takes the cancel within its next sync.
+
+        Raises:
+            UnknownJob: as :meth:`get`.
+        """
+        if self._elsewhere(task_id):
+            assert self.mirror is not None
+            if await self.mirror.cancel(task_id, owner) is None:
+                raise self._unknown(task_id)
+            return
+        job = self.get(task_id, owner)
+        if job.live and not job.control.cancelled:
+            job.cancel()
+
+    async def published(self, job: Job) -> None:
+        """Show ``job`` as it stands to the other replicas (with a mirror; else nothing)."""
+        if self.mirror is not None:
+            self.mirror.start()
+            await self.mirror.publish(job)
 
     def finish(
         self,
