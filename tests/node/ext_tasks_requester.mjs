@@ -12,7 +12,9 @@
 //              (the session's task controller) until the server says "cancelled": the
 //              final task and the seconds from the cancel to it;
 //   reconnect  call TOOL as a task, hand its reference off and close the connection;
-//              a NEW client and session resume it from the reference and settle it.
+//              a NEW client and session resume it from the reference and settle it;
+//   unknown    tasks/get and tasks/cancel (the session's task controller) of the task
+//              id ARGS_JSON names, one the server never made: the error of each.
 // The answer is one JSON line on stdout; logs go to stderr; the exit code is 0 when
 // the action ran (whatever the task's outcome), 1 on a failure, 2 on bad arguments.
 //
@@ -36,7 +38,7 @@ function fail(code, message) {
 }
 
 const [url, action, tool, rawArgs] = process.argv.slice(2);
-const ACTIONS = ["evaluate", "cancel", "reconnect"];
+const ACTIONS = ["evaluate", "cancel", "reconnect", "unknown"];
 if (!url || !ACTIONS.includes(action) || !tool || rawArgs === undefined) {
   fail(2, `usage: URL {${ACTIONS.join(",")}} TOOL ARGS_JSON; got ${JSON.stringify(process.argv.slice(2))}`);
 }
@@ -249,8 +251,30 @@ async function reconnect() {
   }
 }
 
+async function unknown() {
+  const connection = await connect();
+  try {
+    const controller = connection.session.task(toolArgs.taskId);
+    const answer = {};
+    for (const [name, request] of [
+      ["get", () => controller.snapshot()],
+      ["cancel", () => controller.cancel()],
+    ]) {
+      try {
+        await request();
+        answer[name] = null;
+      } catch (error) {
+        answer[name] = { code: error.code ?? null, message: error.message, name: error.name };
+      }
+    }
+    return answer;
+  } finally {
+    await close(connection);
+  }
+}
+
 try {
-  const answer = await { evaluate, cancel, reconnect }[action]();
+  const answer = await { evaluate, cancel, reconnect, unknown }[action]();
   process.stdout.write(`${JSON.stringify(answer)}\n`);
   process.exit(0);
 } catch (error) {

@@ -267,3 +267,20 @@ def test_the_clients_refuse_what_they_cannot_run(client: str) -> None:
         assert proc.returncode == 2, (bad, proc.stderr)
         assert "usage" in proc.stderr or "must be a JSON object" in proc.stderr, proc.stderr
         assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("client", clients.CLIENTS)
+async def test_a_task_id_the_server_never_made_is_refused_by_name(
+    server: Server, client: str
+) -> None:
+    """A stranger's guess (or an expired id): ``tasks/get`` and ``tasks/cancel`` each answer
+    a JSON-RPC error naming the id, as the client reads it."""
+    made_up = "no-such-task-" + "0" * 22
+    answer = await anyio.to_thread.run_sync(
+        clients.run, client, server.url, "unknown", "evaluate", {"taskId": made_up}
+    )
+    for method in ("get", "cancel"):
+        error = answer[method]
+        assert error is not None, f"tasks/{method} of {made_up} answered no error"
+        assert error["code"] == -32602, error  # invalid params
+        assert made_up in error["message"], error

@@ -7,6 +7,7 @@ line on stdout (logs go to stderr):
     python fastmcp_tasks_client.py URL evaluate  TOOL ARGS_JSON
     python fastmcp_tasks_client.py URL cancel    TOOL ARGS_JSON
     python fastmcp_tasks_client.py URL reconnect TOOL ARGS_JSON
+    python fastmcp_tasks_client.py URL unknown   TOOL '{"taskId": "..."}'
 
 * ``evaluate``: ``call_tool_task`` then ``ToolTask.result()``: the created task, the
   result's ``structuredContent`` and the seconds from the call to the result.
@@ -15,6 +16,8 @@ line on stdout (logs go to stderr):
 * ``reconnect``: ``call_tool_task`` on one client, which then disconnects; a NEW client
   reads the task by its id alone (``ToolTask`` over the new connection, ``wait`` then
   ``result``).
+* ``unknown``: ``tasks/get`` and ``tasks/cancel`` of a task id the server never made: the
+  JSON-RPC error each is answered with.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from fastmcp import Client
 from fastmcp_tasks.client import ToolTask, call_tool_task
 from fastmcp_tasks.client_models import ClientCreateTaskResult
+from mcp.shared.exceptions import MCPError
 
 #: One bound on every wait: a task that never ends fails the run, it never hangs it.
 TIMEOUT = 120.0
@@ -99,7 +103,32 @@ async def reconnect(url: str, tool: str, args: dict[str, Any]) -> dict[str, Any]
     }
 
 
-ACTIONS = {"evaluate": evaluate, "cancel": cancel, "reconnect": reconnect}
+async def unknown(url: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``tasks/get`` and ``tasks/cancel`` of a task id the server never made
+    (``args["taskId"]``): the error each is answered with."""
+    fake = ClientCreateTaskResult.model_validate(
+        {
+            "taskId": args["taskId"],
+            "status": "working",
+            "createdAt": "2026-01-01T00:00:00Z",
+            "lastUpdatedAt": "2026-01-01T00:00:00Z",
+            "resultType": "task",
+        }
+    )
+    answer: dict[str, Any] = {}
+    async with _client(url) as client:
+        task = ToolTask(client, tool, fake)
+        for name, request in (("get", task.status), ("cancel", task.cancel)):
+            try:
+                await request()
+            except MCPError as exc:
+                answer[name] = {"code": exc.error.code, "message": exc.error.message}
+            else:
+                answer[name] = None
+    return answer
+
+
+ACTIONS = {"evaluate": evaluate, "cancel": cancel, "reconnect": reconnect, "unknown": unknown}
 
 
 def main(argv: list[str]) -> int:
