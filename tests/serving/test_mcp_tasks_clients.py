@@ -16,6 +16,8 @@ Run with ``-s`` to see the figures: the seconds from cancel to cancelled, and a 
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
 import subprocess
 import sys
@@ -284,3 +286,26 @@ async def test_a_task_id_the_server_never_made_is_refused_by_name(
         assert error is not None, f"tasks/{method} of {made_up} answered no error"
         assert error["code"] == -32602, error  # invalid params
         assert made_up in error["message"], error
+
+
+def test_fastmcp_tasks_lives_in_its_own_venv_with_its_own_fastmcp() -> None:
+    """The side venv holds fastmcp-tasks 4.1.4 and the fastmcp it pins, consistent; ours
+    keeps its own fastmcp and has no fastmcp-tasks (its pin would downgrade ours)."""
+    python = clients.fastmcp_tasks_python()
+    probe = (
+        "import json, importlib.metadata as m; print(json.dumps("
+        "{p: m.version(p) for p in ('fastmcp-tasks', 'fastmcp-slim', 'mcp')}))"
+    )
+    env = clients.environ("fastmcp-tasks")
+    side = subprocess.run(
+        [str(python), "-c", probe], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert side.returncode == 0, side.stderr
+    versions = json.loads(side.stdout)
+    assert versions["fastmcp-tasks"] == "4.1.4" and versions["fastmcp-slim"] == "4.1.4"
+    check = subprocess.run(
+        [str(python), "-m", "pip", "check"], capture_output=True, text=True, timeout=120
+    )
+    assert check.returncode == 0, check.stdout
+    assert importlib.util.find_spec("fastmcp_tasks") is None
+    assert importlib.metadata.version("fastmcp").startswith("4.2.")
