@@ -116,6 +116,7 @@ PUBLIC = {
     "openenv_mcp.spec": ["EnvSpec", "action_schema", "model_properties"],
     "openenv_mcp.pipeline": [
         "MAX_REPEAT",
+        "MAX_TASK_REPEAT",
         "MIN_FRAME_EDGE",
         "CallTool",
         "Close",
@@ -136,6 +137,7 @@ PUBLIC = {
         "Status",
         "Step",
         "Summary",
+        "between_steps",
         "legal_actions",
     ],
     "openenv_mcp.spaces": [

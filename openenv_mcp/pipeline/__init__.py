@@ -22,11 +22,12 @@ from openenv_mcp.pipeline.ops import (
     Step,
     Summary,
 )
-from openenv_mcp.pipeline.repeat import MAX_REPEAT
+from openenv_mcp.pipeline.repeat import MAX_REPEAT, MAX_TASK_REPEAT, between_steps
 from openenv_mcp.pipeline.view import MIN_FRAME_EDGE
 
 __all__ = [
     "MAX_REPEAT",
+    "MAX_TASK_REPEAT",
     "MIN_FRAME_EDGE",
     "CallTool",
     "Close",
@@ -47,5 +48,6 @@ __all__ = [
     "Status",
     "Step",
     "Summary",
+    "between_steps",
     "legal_actions",
 ]

@@ -4,6 +4,8 @@ should look: the episode's end, a life lost, an action no longer legal."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from openenv_mcp.errors import ArgumentError, InvalidAction
@@ -13,10 +15,20 @@ from openenv_mcp.pipeline.narrator import lost_a_life
 if TYPE_CHECKING:
     from openenv_mcp.pipeline.ops import Step
 
-__all__ = ["MAX_REPEAT", "Repeat"]
+__all__ = ["MAX_REPEAT", "MAX_TASK_REPEAT", "Repeat", "between_steps"]
 
 #: Most steps one call may take: at Atari's frameskip 4, about two seconds of play.
 MAX_REPEAT = 32
+#: Most steps one call run as an MCP task may take (it reports progress and may be
+#: cancelled between any two of them).
+MAX_TASK_REPEAT = 100_000
+
+#: Called between the steps of a held action with (steps taken, steps asked); set while a
+#: call runs as an MCP task (:mod:`openenv_mcp.server.jobs`). ``True`` stops the hold there
+#: (the task was cancelled): the call answers the steps taken, the episode stands.
+between_steps: ContextVar[Callable[[int, int], bool] | None] = ContextVar(
+    "openenv_mcp_between_steps", default=None
+)
 
 
 class Repeat(Layer):
@@ -25,7 +37,8 @@ class Repeat(Layer):
     were taken). It writes the call's reward on the episode (``episode.reward``).
 
     Raises:
-        ArgumentError: ``op.repeat`` outside ``1..MAX_REPEAT``.
+        ArgumentError: ``op.repeat`` outside ``1..MAX_REPEAT`` (``1..MAX_TASK_REPEAT`` in
+            a call run as an MCP task).
         InvalidAction: the first step's action is not legal (a later one stops the
             repeat instead, saying so).
     """
@@ -34,8 +47,11 @@ class Repeat(Layer):
         repeat = op.repeat
         if repeat == 1:
             moment = self.inner.step(op, action)
-        elif not 1 <= repeat <= MAX_REPEAT:
-            raise ArgumentError(f"repeat must be 1..{MAX_REPEAT}, got {repeat}")
+        elif not 1 <= repeat <= (MAX_REPEAT if between_steps.get() is None else MAX_TASK_REPEAT):
+            raise ArgumentError(
+                f"repeat must be 1..{MAX_REPEAT}, got {repeat} (up to {MAX_TASK_REPEAT} in a "
+                "call run as an MCP task: a client declaring io.modelcontextprotocol/tasks)"
+            )
         else:
             moment = self._held(op, action)
         self.episode.reward = moment.reward
@@ -47,7 +63,11 @@ class Repeat(Layer):
         state = self.episode
         total: Moment | None = None
         events: list[str] = []
+        between = between_steps.get()
         for _ in range(op.repeat):
+            if between is not None and total is not None and between(total.taken, op.repeat):
+                events.append(f"Stopped after {total.taken} steps: the call was cancelled")
+                break
             before = state.info
             try:
                 moment = self.inner.step(op if total is None else held, action)

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from openenv_mcp.environment import Environment, contract_problems
 from openenv_mcp.errors import ArgumentError, RecordingFailed, UnknownTask
-from openenv_mcp.pipeline import PipelineOptions
+from openenv_mcp.pipeline import MAX_REPEAT, PipelineOptions
 from openenv_mcp.recording import check_writable, finish_videos
 from openenv_mcp.rewards import RewardSet, load_rewards
 from openenv_mcp.server._settings import ServerSettings
@@ -139,13 +139,15 @@ class EnvApp:
     def long_call(self, name: str, arguments: dict[str, Any]) -> bool:
         """Whether a call may take long enough to run as an MCP task: an eval, a
         collection, a whole episode; a seat's step, which waits for its turn; a step of
-        an env whose steps are slow (a sandboxed test run)."""
+        an env whose steps are slow (a sandboxed test run); a step held past ``MAX_REPEAT``."""
         if name in LONG_TOOLS:
             return True
         if name != "step":
             return False
         seated = self.handlers.tables is not None and arguments.get("wait", True) is not False
-        return seated or self.env_cls.serving.slow_steps
+        repeat = arguments.get("repeat", 1)
+        held = isinstance(repeat, int) and repeat > MAX_REPEAT
+        return seated or held or self.env_cls.serving.slow_steps
 
     def _seat_spaces(self) -> tuple[str, ...]:
         """Serve a seat's spaces (its game's, where they differ from the one-seat env's):

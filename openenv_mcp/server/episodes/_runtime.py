@@ -24,7 +24,7 @@ import anyio
 import anyio.to_thread
 
 from openenv_mcp.environment import Environment
-from openenv_mcp.pipeline import Close, EpisodePipeline, Op, PipelineOptions
+from openenv_mcp.pipeline import Close, EpisodePipeline, Op, PipelineOptions, between_steps
 
 __all__ = ["Call", "LocalRef", "LocalRuntime", "Runtime", "run_calls"]
 
@@ -136,7 +136,9 @@ class LocalRuntime(Runtime):
     async def run(self, calls: Sequence[Call]) -> list[Any]:
         episodes = [ref.pipeline for ref, _ in calls]
         ops = [op for _, op in calls]
-        if not self.threads:
+        # A call run as an MCP task may hold an action for many steps: on a thread, so the
+        # loop stays free for the cancel it takes between them.
+        if not self.threads and between_steps.get() is None:
             return run_calls(episodes, ops)
         try:
             outcomes: list[Any] = await self._on_thread(

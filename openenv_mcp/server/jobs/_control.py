@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from openenv_mcp.pipeline.repeat import between_steps
+
 __all__ = ["JobCancelled", "JobControl", "current_job", "job_check", "job_progress", "running"]
 
 
@@ -80,9 +82,16 @@ def job_progress(progress: float, total: float | None = None, message: str | Non
 
 @contextmanager
 def running(job: JobControl) -> Iterator[JobControl]:
-    """Run the block as ``job``'s work: :func:`job_check` and :func:`job_progress` reach it."""
-    token = _current.set(job)
+    """Run the block as ``job``'s work: :func:`job_check` and :func:`job_progress` reach it,
+    and so do the steps of a held action (``step``'s ``repeat``), which then may be many."""
+
+    def between(taken: int, asked: int) -> bool:
+        job.report(taken, asked, "steps")
+        return job.cancelled  # the hold stops; the task ends cancelled
+
+    token, held = _current.set(job), between_steps.set(between)
     try:
         yield job
     finally:
+        between_steps.reset(held)
         _current.reset(token)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.codecs import Frames
 from openenv_mcp.environment import EnvTool
-from openenv_mcp.pipeline import MAX_REPEAT
+from openenv_mcp.pipeline import MAX_REPEAT, MAX_TASK_REPEAT
 from openenv_mcp.sharding import SHARD_PATTERN
 
 __all__ = [
@@ -138,9 +138,22 @@ Repeat = Annotated[
 ]
 
 
+TaskRepeat = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_TASK_REPEAT,
+        description=f"Hold the action for this many steps (1..{MAX_REPEAT}; up to "
+        f"{MAX_TASK_REPEAT} in a call run as an MCP task; it stops early where the episode "
+        "ends or a life is lost). The answer has the last frame, the summed reward and every "
+        "event on the way.",
+    ),
+]
+
+
 class StepArgs(_Args):
     action: Any = Field(description="The action.")
-    repeat: Repeat = 1
+    repeat: TaskRepeat = 1
     episode_id: EpisodeId = None
     frames: FramesArg = None
     extras: Extras = None

@@ -201,3 +201,30 @@ def test_over_http_a_cancel_stops_a_long_eval_and_closes_its_episodes() -> None:
         assert (
             done["status"] == "completed" and "success rate" in done["result"]["content"][0]["text"]
         )
+
+
+def test_a_step_held_past_the_calls_limit_runs_as_a_task_and_stops_at_a_cancel() -> None:
+    pong = Stdio("atari", "--game", "breakout")  # NOOP never launches the ball: no end
+    try:
+        episode = call(pong, "reset", {"seed": 3})["result"]["structuredContent"]["episode_id"]
+        held = {"episode_id": episode, "action": 0, "repeat": 2000}
+        refused = call(pong, "step", held, tasks=False)["result"]
+        assert (
+            refused["isError"] and "repeat must be 1..32, got 2000" in refused["content"][0]["text"]
+        )
+        assert "io.modelcontextprotocol/tasks" in refused["content"][0]["text"]
+        task = call(pong, "step", held)["result"]
+        done = poll(pong.ask, task["taskId"])
+        assert done["status"] == "completed", done
+        steps = done["result"]["structuredContent"]["step"]
+        assert steps == 2000
+        forever = call(pong, "step", {**held, "repeat": 100_000})["result"]
+        time.sleep(0.5)
+        pong.ask("tasks/cancel", {"taskId": forever["taskId"], "_meta": meta()})
+        assert poll(pong.ask, forever["taskId"], timeout=30)["status"] == "cancelled"
+        # The episode stands where the cancel stopped it, and plays on.
+        after = call(pong, "step", {"episode_id": episode, "action": 0})["result"]
+        assert not after.get("isError") and after["structuredContent"]["step"] > steps + 1
+    finally:
+        pong.raw.proc.kill()
+        pong.raw.proc.wait(10)
