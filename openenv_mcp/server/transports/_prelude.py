@@ -135,6 +135,22 @@ def _only_meta(params: Any) -> bool:
     return params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
 
 
+def _declares_extensions(params: Any, method: str) -> bool:
+    """Whether a request declares client extensions (MCP Apps, tasks): the answers to it
+    may differ from the kept ones, which are a plain client's, so the stack answers it
+    and nothing of it is kept. Modern requests declare them in ``_meta``; the legacy
+    handshake in ``initialize``'s capabilities, for its whole session."""
+    if not isinstance(params, dict):
+        return False
+    if method == "initialize":
+        caps = params.get("capabilities")
+    else:
+        meta = params.get("_meta")
+        caps = meta.get(_CAPABILITIES_META) if isinstance(meta, dict) else None
+    declared = caps.get("extensions") if isinstance(caps, dict) else None
+    return bool(declared)
+
+
 def _envelope_version(params: Any) -> str | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(_VERSION_META) if isinstance(meta, dict) else None
@@ -181,6 +197,8 @@ class Answerer:
         #: The era and version the client opened with (``None`` until it sent a request).
         self.era: str | None = None
         self.version: str | None = None
+        #: The client's handshake declared extensions: nothing kept answers its session.
+        self.extended = False
 
     def answer(self, message: Any) -> tuple[str, Any] | None:
         """The kept answer to ``message``, as (scope, result), or ``None``."""
@@ -190,6 +208,9 @@ class Answerer:
         if method not in ANSWERABLE or not isinstance(message["id"], str | int):
             return None
         if isinstance(message["id"], bool) or not _well_formed(method, params):
+            return None
+        if self.extended or _declares_extensions(params, method):
+            self.extended = self.extended or method == "initialize"
             return None
         if method == "initialize":
             requested = params.get("protocolVersion") if isinstance(params, dict) else None
@@ -384,6 +405,8 @@ class Recorder:
         #: What this process has kept or checked: a server's first answers are its
         #: start's, the ones the next start gives (a list may change later on).
         self._seen: set[tuple[str, str]] = set()
+        #: The client's handshake declared extensions: nothing of its session is kept.
+        self._extended = prelude.answerer.extended
 
     @property
     def pending(self) -> int:
@@ -396,6 +419,9 @@ class Recorder:
             return
         params = message.get("params")
         if method != "initialize" and not _only_meta(params):
+            return
+        if self._extended or _declares_extensions(params, method):
+            self._extended = self._extended or method == "initialize"
             return
         envelope = _envelope_version(params) if method != "initialize" else None
         scope = _scope("modern", envelope) if envelope is not None else None

@@ -87,6 +87,25 @@ def test_modern_requests_carry_their_own_version() -> None:
     assert answerer.answer(request("server/discover")) is None  # no envelope
 
 
+def test_a_client_declaring_extensions_is_answered_by_the_stack() -> None:
+    """The kept answers are a plain client's: one announcing MCP Apps sees other lists
+    (the ui:// view), so neither its requests nor, in the legacy era, its session are
+    answered from the book."""
+    lists = {"tools/list": {"tools": []}, "resources/list": {"resources": []}}
+    answerer = Answerer(_book(f"modern:{MODERN}", lists))
+    ui = {
+        "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+    }
+    extended = {**_ENVELOPE, "io.modelcontextprotocol/clientCapabilities": ui}
+    assert answerer.answer(request("tools/list", {"_meta": extended})) is None
+    assert answerer.answer(request("tools/list", {"_meta": _ENVELOPE})) is not None
+    legacy = Answerer(_book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT, **lists}))
+    handshake = initialize()
+    handshake["params"]["capabilities"] = ui
+    assert legacy.answer(handshake) is None
+    assert legacy.answer(request("tools/list", request_id=2)) is None
+
+
 def test_malformed_requests_are_left_to_the_stack() -> None:
     """The stack says what is wrong with them; a kept answer would hide it."""
     book = _book(f"legacy:{LEGACY}", {"initialize": INIT_RESULT})
