@@ -211,20 +211,6 @@ async def test_without_the_extension_evaluate_answers_in_the_call(server: Server
     assert tasked["resultType"] == "task" and tasked["status"] in ("working", "completed")
 
 
-async def test_the_long_tools_say_they_may_run_as_tasks(server: Server) -> None:
-    """``execution.taskSupport`` in tools/list: ``optional`` on the tools a task may run
-    (answered in the call without the extension), nothing on the others."""
-    with anyio.fail_after(WAIT):
-        async with Client(server.url) as stock:
-            tools = {t.name: t for t in (await stock.list_tools()).tools}
-    for name in ("evaluate", "collect", "run_episode"):
-        execution = tools[name].execution
-        assert execution is not None and execution.task_support == "optional", (name, execution)
-    for name in ("reset", "state"):
-        execution = tools[name].execution
-        assert execution is None or execution.task_support in (None, "forbidden"), name
-
-
 async def raw_call(
     url: str, tool: str, args: dict[str, Any], *, extensions: dict[str, Any]
 ) -> dict[str, Any]:
