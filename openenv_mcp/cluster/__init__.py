@@ -13,6 +13,11 @@ A client (its address, which Ray's proxy hands on to the replica) holds at most
 ``max_episodes_per_client`` episodes across all replicas, not that many on each:
 :class:`~openenv_mcp.cluster._ledger.ClientLedger`, one more deployment of the
 application, counts them (default: a quarter of ``replicas * max_episodes``).
+
+A long call run as an MCP task lives on the replica that ran it, but a client's
+``tasks/get`` and ``tasks/cancel`` name no shard, so they reach any replica:
+:class:`~openenv_mcp.cluster._tasks.TaskLedger`, one more deployment, holds each task as
+its replica publishes it, so any replica answers it and records a cancel its owner takes.
 """
 
 from __future__ import annotations
