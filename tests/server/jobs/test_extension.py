@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from openenv_mcp.server.jobs import TASKS_EXTENSION_ID
-from tests.servers import RawStdio, http_server, sessionless_meta, stdio_command
+from tests.servers import RawStdio, ensure_sandbox, http_server, sessionless_meta, stdio_command
 
 pytestmark = pytest.mark.integration
 
@@ -228,3 +228,43 @@ def test_a_step_held_past_the_calls_limit_runs_as_a_task_and_stops_at_a_cancel()
     finally:
         pong.raw.proc.kill()
         pong.raw.proc.wait(10)
+
+
+def test_a_seat_waiting_for_its_turn_is_a_task_the_other_seats_move_completes() -> None:
+    game = Stdio("openspiel", "--game", "tic_tac_toe", "--seats", "all")
+    try:
+        table = call(game, "reset", {"seed": 1, "seats": "all"})["result"]["structuredContent"]
+        p0, p1 = table["seats"]["player_0"], table["seats"]["player_1"]
+        task = call(game, "step", {"seat": p0, "action": 4})["result"]
+        assert task["resultType"] == "task"  # it plays, then waits for player_1's move
+        time.sleep(0.5)
+        assert (
+            game.ask("tasks/get", {"taskId": task["taskId"], "_meta": meta()})["result"]["status"]
+            == "working"
+        )
+        moved = call(game, "step", {"seat": p1, "action": 0, "wait": False})["result"]
+        assert moved["resultType"] == "complete"  # no wait, no task
+        done = poll(game.ask, task["taskId"])
+        assert done["status"] == "completed"
+        told = done["result"]["content"][0]["text"]
+        assert "you played x(1,1)" in told and "player_1 played o(0,0)" in told
+    finally:
+        game.raw.proc.kill()
+        game.raw.proc.wait(10)
+
+
+def test_a_coding_test_run_is_a_task() -> None:
+    ensure_sandbox()
+    coding = Stdio("coding")
+    try:
+        first = call(coding, "reset", {"seed": 0}, tasks=False)["result"]["structuredContent"]
+        episode = first["episode_id"]
+        call(coding, "step", {"episode_id": episode, "action": {"solution": "x = 1\n"}}, False)
+        task = call(coding, "step", {"episode_id": episode, "action": {"test": True}})
+        assert task["result"]["resultType"] == "task", task
+        done = poll(coding.ask, task["result"]["taskId"])
+        assert done["status"] == "completed"
+        assert "test" in done["result"]["content"][0]["text"].lower()
+    finally:
+        coding.raw.proc.kill()
+        coding.raw.proc.wait(10)
