@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from openenv_mcp.sharding import shard_of
 
 if TYPE_CHECKING:  # the ledger's process never loads the server
-    from openenv_mcp.server.jobs import JobStore
+    from openenv_mcp.server.jobs import JobStore, MirroredJobStore
 
 __all__ = ["STALE", "TASK_LEDGER_NAME", "LedgerMirror", "TaskLedger", "attach_task_ledger"]
 
@@ -206,9 +206,10 @@ class LedgerMirror:
         return answered
 
 
-def attach_task_ledger(store: JobStore, *, ledger: Any, shard: str) -> JobStore:
+def attach_task_ledger(store: JobStore, *, ledger: Any, shard: str) -> MirroredJobStore:
     """Make ``store`` (a replica's tasks) name ``shard`` in its task ids, publish its
     tasks to ``ledger`` (a handle to the :class:`TaskLedger` deployment) and answer the
     other replicas' from it."""
-    store.attach_mirror(LedgerMirror(ledger, shard), shard)
-    return store
+    from openenv_mcp.server.jobs import attach_mirror
+
+    return attach_mirror(store, LedgerMirror(ledger, shard), shard)

@@ -115,7 +115,6 @@ async def test_replicas_read_and_cancel_each_others_tasks_through_it() -> None:
     b = attach_task_ledger(
         JobStore(ttl_ms=60_000, per_client=2, poll_ms=500), ledger=Handle(ledger), shard="r2"
     )
-    assert a.mirror is not None and b.mirror is not None
     job = a.create("evaluate", "c")
     assert job.id.endswith("@r1")
     await a.published(job)
@@ -123,10 +122,10 @@ async def test_replicas_read_and_cancel_each_others_tasks_through_it() -> None:
     with pytest.raises(UnknownJob):
         await b.find(job.id, "d")
     await b.cancel(job.id, "c")
-    await a.mirror.tick()
+    await a.tick()
     assert job.control.cancelled
     a.finish(job, "cancelled")
     await a.published(job)
     assert (await b.find(job.id, "c"))[1]["status"] == "cancelled"
     assert await ledger.answers() == {"r2": 3}
-    await a.mirror.stop()
+    await a.aclose()

@@ -12,7 +12,7 @@ from openenv_mcp.server.jobs._control import (
     running,
 )
 from openenv_mcp.server.jobs._extension import POLL_MS, TASKS_EXTENSION_ID, McpTasksExtension
-from openenv_mcp.server.jobs._mirror import JobMirror
+from openenv_mcp.server.jobs._mirror import JobMirror, MirroredJobStore, attach_mirror
 from openenv_mcp.server.jobs._store import Job, JobStore, UnknownJob
 
 __all__ = [
@@ -24,7 +24,9 @@ __all__ = [
     "JobMirror",
     "JobStore",
     "McpTasksExtension",
+    "MirroredJobStore",
     "UnknownJob",
+    "attach_mirror",
     "current_job",
     "job_check",
     "job_progress",

@@ -120,8 +120,7 @@ class McpTasksExtension(ServerExtension):
             with anyio.move_on_after(SHUTDOWN_GRACE, shield=True):
                 for job in self.store.running():
                     await job.ended.wait()
-                if self.store.mirror is not None:
-                    await self.store.mirror.stop()
+                await self.store.aclose()
 
     async def intercept_tool_call(
         self,

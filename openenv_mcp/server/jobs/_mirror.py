@@ -13,10 +13,10 @@ the owner asks the mirror every ``SYNC_PERIOD`` which of its live tasks were ask
 stop (those asks also tell the mirror the owner lives) and cancels them itself.
 
 The mirror is a hook: this package knows only the protocol, the cluster package plugs
-an implementation into :class:`~openenv_mcp.server.jobs.JobStore` when it builds a
-replica. A mirror that does not answer (``MIRROR_TIMEOUT``) costs a replica nothing
-but other replicas' view: it answers its own tasks as before and stops asking for
-``DOWN_FOR`` seconds.
+an implementation into a replica's :class:`~openenv_mcp.server.jobs.JobStore` when it
+builds the replica (:func:`attach_mirror`). A mirror that does not answer
+(``MIRROR_TIMEOUT``) costs a replica nothing but the other replicas' view: it answers its
+own tasks as before and leaves the mirror alone for ``DOWN_FOR`` seconds.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from openenv_mcp.server.jobs._store import Job, JobStore
+from openenv_mcp.server.jobs._store import Job, JobStore
+from openenv_mcp.sharding import shard_of
 
 __all__ = [
     "DOWN_FOR",
@@ -38,7 +38,8 @@ __all__ = [
     "PUBLISH_PERIOD",
     "SYNC_PERIOD",
     "JobMirror",
-    "MirrorSync",
+    "MirroredJobStore",
+    "attach_mirror",
 ]
 
 log = logging.getLogger("openenv_mcp.server")
@@ -90,22 +91,47 @@ class JobMirror(Protocol):
         ...
 
 
-class MirrorSync:
-    """One replica's side of a mirror: publishes its store's tasks and takes the
-    cancels recorded for them (see the module)."""
+class MirroredJobStore(JobStore):
+    """A replica's tasks, seen by the other replicas through a mirror, and theirs by it
+    (see the module). Made by :func:`attach_mirror` from the store the server built (its
+    class swapped): the server's extension keeps using the same object."""
 
-    def __init__(self, store: JobStore, mirror: JobMirror) -> None:
-        self.store = store
-        self.mirror = mirror
-        #: The generation last answered (``None`` before any answer).
-        self.generation: str | None = None
-        #: Each task's last published answer, and when it was sent (``time.monotonic``).
-        self.sent: dict[str, tuple[dict[str, Any], float]] = {}
-        self.down_until = 0.0
-        #: A call failed since the last whole publication: publish everything anew.
-        self.missed = False
-        self._loop: asyncio.Task[None] | None = None
-        self._wake: asyncio.Event | None = None
+    mirror: JobMirror
+    #: The generation last answered (``None`` before any answer).
+    generation: str | None
+    #: Each task's last published answer, and when it was sent (``time.monotonic``).
+    sent: dict[str, tuple[dict[str, Any], float]]
+    down_until: float
+    #: A call failed since the last whole publication: publish everything anew.
+    missed: bool
+    _loop: asyncio.Task[None] | None
+    _wake: asyncio.Event | None
+
+    # -- answering -----------------------------------------------------------------------
+
+    def _elsewhere(self, task_id: str) -> bool:
+        """Whether ``task_id`` may be another replica's (asked of the mirror): not held
+        here, and not naming this replica's shard."""
+        return task_id not in self.jobs and shard_of(task_id) != self.shard
+
+    async def find(self, task_id: str, owner: str) -> tuple[str, dict[str, Any]]:
+        if not self._elsewhere(task_id):
+            return await super().find(task_id, owner)
+        found = await self._ask("lookup", self.mirror.lookup(task_id, owner))
+        if found is None:
+            raise self._unknown(task_id)
+        return found
+
+    async def cancel(self, task_id: str, owner: str) -> None:
+        if not self._elsewhere(task_id):
+            return await super().cancel(task_id, owner)
+        if await self._ask("cancel", self.mirror.cancel(task_id, owner)) is None:
+            raise self._unknown(task_id)
+        return None
+
+    async def published(self, job: Job) -> None:
+        self._start_sync()
+        await self.publish(job)
 
     # -- calls to the mirror ------------------------------------------------------------
 
@@ -141,12 +167,10 @@ class MirrorSync:
 
     async def publish(self, job: Job) -> None:
         """Publish ``job``'s answer as it stands."""
-        answer = job.answer(self.store.ttl_ms, self.store.poll_ms)
+        answer = job.answer(self.ttl_ms, self.poll_ms)
         generation = await self._ask(
             "publish",
-            self.mirror.publish(
-                job.id, job.owner, job.tool, answer, self.store.ttl_ms, not job.live
-            ),
+            self.mirror.publish(job.id, job.owner, job.tool, answer, self.ttl_ms, not job.live),
         )
         if generation is None:
             return
@@ -156,23 +180,13 @@ class MirrorSync:
 
     async def publish_all(self) -> None:
         """Publish every task the store holds (the mirror is new, or was down)."""
-        self.store.sweep()
-        for job in list(self.store.jobs.values()):
+        self.sweep()
+        for job in list(self.jobs.values()):
             await self.publish(job)
-
-    async def lookup(self, task_id: str, owner: str) -> tuple[str, dict[str, Any]] | None:
-        """Another replica's task ``task_id`` of ``owner`` at the mirror (``None`` if
-        unknown there, or the mirror does not answer)."""
-        return await self._ask("lookup", self.mirror.lookup(task_id, owner))
-
-    async def cancel(self, task_id: str, owner: str) -> tuple[str, dict[str, Any]] | None:
-        """Ask the mirror to have another replica's task cancelled (``None`` as
-        :meth:`lookup`)."""
-        return await self._ask("cancel", self.mirror.cancel(task_id, owner))
 
     # -- the owner's loop ---------------------------------------------------------------
 
-    def start(self) -> None:
+    def _start_sync(self) -> None:
         """Run the loop (on the serving event loop), or wake it: a task was made."""
         if self._wake is None:
             self._wake = asyncio.Event()
@@ -180,7 +194,7 @@ class MirrorSync:
         if self._loop is None or self._loop.done():
             self._loop = asyncio.get_running_loop().create_task(self._run())
 
-    async def stop(self) -> None:
+    async def aclose(self) -> None:
         """End the loop (the server is shutting down)."""
         if self._loop is not None:
             self._loop.cancel()
@@ -191,11 +205,11 @@ class MirrorSync:
     async def _run(self) -> None:
         assert self._wake is not None
         while True:
-            self.store.sweep()
-            if not self.store.jobs:
+            self.sweep()
+            if not self.jobs:
                 self.sent.clear()
                 return
-            period = SYNC_PERIOD if self.store.running() else IDLE_PERIOD
+            period = SYNC_PERIOD if self.running() else IDLE_PERIOD
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), period)
@@ -207,16 +221,16 @@ class MirrorSync:
     async def tick(self) -> None:
         """Take the cancels recorded for this replica's live tasks, and publish those
         whose progress changed (each at most once a ``PUBLISH_PERIOD``)."""
-        self.store.sweep()
-        for gone in [i for i in self.sent if i not in self.store.jobs]:
+        self.sweep()
+        for gone in [i for i in self.sent if i not in self.jobs]:
             del self.sent[gone]
-        live = self.store.running()
+        live = self.running()
         answered = await self._ask("cancels", self.mirror.cancels([j.id for j in live]))
         if answered is None:
             return
         generation, asked = answered
         for task_id in asked:
-            job = self.store.jobs.get(task_id)
+            job = self.jobs.get(task_id)
             if job is not None and job.live and not job.control.cancelled:
                 log.info("task %s: %s cancel asked at another replica", job.id, job.tool)
                 job.cancel()
@@ -229,6 +243,22 @@ class MirrorSync:
             before = self.sent.get(job.id)
             if before is None or (
                 now - before[1] >= PUBLISH_PERIOD
-                and job.answer(self.store.ttl_ms, self.store.poll_ms) != before[0]
+                and job.answer(self.ttl_ms, self.poll_ms) != before[0]
             ):
                 await self.publish(job)
+
+
+def attach_mirror(store: JobStore, mirror: JobMirror, shard: str) -> MirroredJobStore:
+    """Make ``store`` (a sharded server's tasks, as the server built them) name ``shard``
+    in new task ids, publish its tasks to ``mirror`` and answer the other replicas' from it."""
+    store.__class__ = MirroredJobStore
+    assert isinstance(store, MirroredJobStore)
+    store.shard = shard
+    store.mirror = mirror
+    store.generation = None
+    store.sent = {}
+    store.down_until = 0.0
+    store.missed = False
+    store._loop = None
+    store._wake = None
+    return store

@@ -9,8 +9,8 @@ another client is told it does not exist, as an unknown or expired id is.
 
 On a sharded server (``shard``: a Ray Serve replica) an id names its shard, as episode
 handles do (``task_...@SHARD``), and a :class:`~openenv_mcp.server.jobs.JobMirror`
-plugged in with :meth:`JobStore.attach_mirror` lets a replica answer, and cancel,
-another replica's tasks (:mod:`openenv_mcp.server.jobs._mirror`).
+plugged in with :func:`~openenv_mcp.server.jobs.attach_mirror` lets a replica answer,
+and cancel, another replica's tasks (:mod:`openenv_mcp.server.jobs._mirror`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import anyio
 
 from openenv_mcp.errors import ServerFull
 from openenv_mcp.server.jobs._control import JobControl
-from openenv_mcp.server.jobs._mirror import JobMirror, MirrorSync
-from openenv_mcp.sharding import shard_of, with_shard
+from openenv_mcp.sharding import with_shard
 
 __all__ = ["TERMINAL", "Job", "JobStore", "TaskStatus", "UnknownJob"]
 
@@ -126,15 +125,6 @@ class JobStore:
         #: The shard task ids name (``None``: an unsharded server).
         self.shard = shard
         self.jobs: dict[str, Job] = {}
-        #: Where other replicas see these tasks, and this one theirs (``None``: alone).
-        self.mirror: MirrorSync | None = None
-
-    def attach_mirror(self, mirror: JobMirror, shard: str) -> MirrorSync:
-        """Name ``shard`` in new task ids, publish tasks to ``mirror`` and answer other
-        replicas' tasks from it (a sharded server's replica, as it is built)."""
-        self.shard = shard
-        self.mirror = MirrorSync(self, mirror)
-        return self.mirror
 
     def create(self, tool: str, owner: str) -> Job:
         """A new working task of ``tool`` for ``owner``.
@@ -175,52 +165,33 @@ class JobStore:
             f"client's, or forgotten {self.ttl_ms / 1000:g}s after it finished (ttlMs)"
         )
 
-    def _elsewhere(self, task_id: str) -> bool:
-        """Whether ``task_id`` may be another replica's (asked of the mirror)."""
-        return (
-            self.mirror is not None
-            and isinstance(task_id, str)
-            and task_id not in self.jobs
-            and shard_of(task_id) != self.shard
-        )
-
     async def find(self, task_id: str, owner: str) -> tuple[str, dict[str, Any]]:
-        """The tool and ``tasks/get`` answer of ``owner``'s task ``task_id``, held here or
-        (with a mirror) by another replica.
+        """The tool and ``tasks/get`` answer of ``owner``'s task ``task_id`` (a mirrored
+        store's may be another replica's).
 
         Raises:
             UnknownJob: as :meth:`get`.
         """
-        if self._elsewhere(task_id):
-            assert self.mirror is not None
-            found = await self.mirror.lookup(task_id, owner)
-            if found is None:
-                raise self._unknown(task_id)
-            return found
         job = self.get(task_id, owner)
         return job.tool, job.answer(self.ttl_ms, self.poll_ms)
 
     async def cancel(self, task_id: str, owner: str) -> None:
-        """Stop ``owner``'s task ``task_id`` if it still runs, here or (with a mirror)
-        at another replica, which takes the cancel within its next sync.
+        """Stop ``owner``'s task ``task_id`` if it still runs (a mirrored store's may be
+        another replica's, which takes the cancel within its next sync).
 
         Raises:
             UnknownJob: as :meth:`get`.
         """
-        if self._elsewhere(task_id):
-            assert self.mirror is not None
-            if await self.mirror.cancel(task_id, owner) is None:
-                raise self._unknown(task_id)
-            return
         job = self.get(task_id, owner)
         if job.live and not job.control.cancelled:
             job.cancel()
 
     async def published(self, job: Job) -> None:
-        """Show ``job`` as it stands to the other replicas (with a mirror; else nothing)."""
-        if self.mirror is not None:
-            self.mirror.start()
-            await self.mirror.publish(job)
+        """Show ``job`` as it stands to other replicas (a mirrored store; here nothing)."""
+
+    async def aclose(self) -> None:
+        """Stop what the store runs beside its tasks (a mirrored store's sync; here
+        nothing): the server is shutting down."""
 
     def finish(
         self,

@@ -11,7 +11,13 @@ from typing import Any
 import anyio
 import pytest
 
-from openenv_mcp.server.jobs import JobMirror, JobStore, UnknownJob
+from openenv_mcp.server.jobs import (
+    JobMirror,
+    JobStore,
+    MirroredJobStore,
+    UnknownJob,
+    attach_mirror,
+)
 from openenv_mcp.server.jobs import _mirror as mirror_module
 from openenv_mcp.sharding import shard_of
 
@@ -63,13 +69,12 @@ class Mirror:
         return self.generation, [t for t in task_ids if t in self.asked]
 
 
-def replicas(mirror: JobMirror, ttl_ms: int = 60_000) -> tuple[JobStore, JobStore]:
-    stores = []
-    for shard in ("replica-a", "replica-b"):
-        store = JobStore(ttl_ms=ttl_ms, per_client=4, poll_ms=500)
-        store.attach_mirror(mirror, shard)
-        stores.append(store)
-    return stores[0], stores[1]
+def replicas(mirror: JobMirror, ttl_ms: int = 60_000) -> tuple[MirroredJobStore, MirroredJobStore]:
+    a, b = (
+        attach_mirror(JobStore(ttl_ms=ttl_ms, per_client=4, poll_ms=500), mirror, shard)
+        for shard in ("replica-a", "replica-b")
+    )
+    return a, b
 
 
 async def test_a_task_made_on_one_replica_is_read_on_another() -> None:
@@ -98,8 +103,7 @@ async def test_a_task_made_on_one_replica_is_read_on_another() -> None:
     with pytest.raises(UnknownJob):
         await b.find(job.id.replace("replica-a", "replica-b"), "10.0.0.1")
     assert len(mirror.calls) == calls
-    assert a.mirror is not None
-    await a.mirror.stop()
+    await a.aclose()
 
 
 async def test_progress_is_published_at_most_once_a_period_and_the_end_at_once(
@@ -107,17 +111,16 @@ async def test_progress_is_published_at_most_once_a_period_and_the_end_at_once(
 ) -> None:
     mirror = Mirror()
     a, b = replicas(mirror)
-    assert a.mirror is not None
     job = a.create("collect", "c")
     await a.published(job)
     job.control.report(1, 4, "episodes")
-    await a.mirror.tick()  # within the period: not yet
+    await a.tick()  # within the period: not yet
     assert (await b.find(job.id, "c"))[1]["statusMessage"] == "collect: 0"
     monkeypatch.setattr(mirror_module, "PUBLISH_PERIOD", 0.0)
-    await a.mirror.tick()
+    await a.tick()
     assert (await b.find(job.id, "c"))[1]["statusMessage"] == "collect: 1/4 (episodes)"
     publishes = mirror.calls.count("publish")
-    await a.mirror.tick()  # unchanged: not sent again
+    await a.tick()  # unchanged: not sent again
     assert mirror.calls.count("publish") == publishes
     a.finish(job, "completed", result={"content": [{"type": "text", "text": "4 episodes"}]})
     await a.published(job)
@@ -128,20 +131,19 @@ async def test_progress_is_published_at_most_once_a_period_and_the_end_at_once(
     a.finish(failed, "failed", error={"code": -32603, "message": "internal error in collect"})
     await a.published(failed)
     assert (await b.find(failed.id, "c"))[1]["error"]["message"] == "internal error in collect"
-    await a.mirror.stop()
+    await a.aclose()
 
 
 async def test_a_cancel_at_another_replica_reaches_the_owner_at_its_next_sync() -> None:
     mirror = Mirror()
     a, b = replicas(mirror)
-    assert a.mirror is not None
     job = a.create("evaluate", "c")
     await a.published(job)
     with anyio.CancelScope() as scope:
         job.scope = scope
         await b.cancel(job.id, "c")
         assert not job.control.cancelled  # recorded at the mirror, not yet taken
-        await a.mirror.tick()
+        await a.tick()
         assert job.control.cancelled and scope.cancel_called
     with pytest.raises(UnknownJob):
         await b.cancel(job.id, "someone else")
@@ -149,7 +151,7 @@ async def test_a_cancel_at_another_replica_reaches_the_owner_at_its_next_sync() 
     other = a.create("evaluate", "c")
     await a.cancel(other.id, "c")
     assert other.control.cancelled
-    await a.mirror.stop()
+    await a.aclose()
 
 
 async def test_the_owners_loop_takes_cancels_within_a_sync_and_ends_with_its_tasks(
@@ -158,7 +160,6 @@ async def test_the_owners_loop_takes_cancels_within_a_sync_and_ends_with_its_tas
     monkeypatch.setattr(mirror_module, "IDLE_PERIOD", 0.2)
     mirror = Mirror()
     a, b = replicas(mirror, ttl_ms=200)
-    assert a.mirror is not None
     job = a.create("evaluate", "c")
     await a.published(job)  # starts the loop
     await b.cancel(job.id, "c")
@@ -172,12 +173,12 @@ async def test_the_owners_loop_takes_cancels_within_a_sync_and_ends_with_its_tas
     await a.published(job)
     assert (await b.find(job.id, "c"))[1]["status"] == "cancelled"
     # Nothing held after the ttl: the loop ends by itself.
-    loop = a.mirror._loop
+    loop = a._loop
     assert loop is not None
     with anyio.fail_after(20):
         while not loop.done():
             await anyio.sleep(0.05)
-    assert a.jobs == {} and a.mirror.sent == {}
+    assert a.jobs == {} and a.sent == {}
 
 
 @pytest.mark.parametrize("trouble", ["fails", "hangs"])
@@ -188,7 +189,6 @@ async def test_a_mirror_in_trouble_costs_the_owner_nothing_and_is_refilled_after
     monkeypatch.setattr(mirror_module, "DOWN_FOR", 0.3)
     mirror = Mirror()
     a, b = replicas(mirror)
-    assert a.mirror is not None and b.mirror is not None
     if trouble == "fails":
         mirror.fail = ConnectionError("the ledger's actor died")
     else:
@@ -204,31 +204,30 @@ async def test_a_mirror_in_trouble_costs_the_owner_nothing_and_is_refilled_after
     assert len(mirror.calls) == calls
     mirror.fail, mirror.hang = None, False
     await anyio.sleep(0.35)
-    await a.mirror.tick()  # the next sync after the outage publishes everything anew
+    await a.tick()  # the next sync after the outage publishes everything anew
     assert (await b.find(job.id, "c"))[1]["status"] == "working"
-    await a.mirror.stop()
+    await a.aclose()
 
 
 async def test_a_new_mirror_generation_has_every_task_published_anew() -> None:
     mirror = Mirror()
     a, b = replicas(mirror)
-    assert a.mirror is not None
     live, done = a.create("evaluate", "c"), a.create("evaluate", "c")
     a.finish(done, "completed", result={"content": []})
     for job in (live, done):
         await a.published(job)
     mirror.tasks.clear()  # Serve restarted the mirror: it lost what it held
     mirror.generation = "g2"
-    await a.mirror.tick()
+    await a.tick()
     assert (await b.find(live.id, "c"))[1]["status"] == "working"
     assert (await b.find(done.id, "c"))[1]["result"] == {"content": []}
-    await a.mirror.stop()
+    await a.aclose()
 
 
 def test_without_a_mirror_a_store_is_as_before() -> None:
     store = JobStore(ttl_ms=1000, per_client=2, poll_ms=500)
     job = store.create("evaluate", "c")
-    assert "@" not in job.id and store.mirror is None
+    assert "@" not in job.id and type(store) is JobStore
 
     async def read() -> tuple[str, dict[str, Any]]:
         await store.published(job)  # nothing to publish to
