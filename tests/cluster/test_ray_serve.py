@@ -28,7 +28,7 @@ from openenv_mcp.errors import EpisodeLost, OpenEnvError
 from openenv_mcp.server import build_server
 from openenv_mcp.sharding import ROUTE_HEADER, shard_of
 from tests.figures import record_figure
-from tests.servers import CLI, ROOT, free_port, sessionless_call, stop
+from tests.servers import CLI, ROOT, free_port, sessionless_call, sessionless_meta, stop
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed (./dev test installs it)")
 serve = pytest.importorskip("ray.serve")
@@ -585,3 +585,164 @@ def test_an_eval_runs_through_the_router(cluster: dict[str, Any]) -> None:
     scores = report.scores()
     assert (scores["pass@2"], scores["success_rate"], scores["error_rate"]) == (1.0, 1.0, 0.0)
     assert len(report.runs) == 8 and scores["reproducible"] is True
+
+
+# -- MCP tasks through the router ----------------------------------------------------------
+
+#: The tasks extension declared in a request's client capabilities.
+TASKS_META = {
+    **sessionless_meta("tasks-client"),
+    "io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    },
+}
+
+
+def ask(
+    port: int,
+    method: str,
+    params: dict[str, Any],
+    *,
+    route: str | None = None,
+    source: str = "127.0.0.1",
+) -> dict[str, Any]:
+    """One sessionless JSON-RPC request through Ray's proxy, a new connection each, as a
+    generic tasks client sends it: the task id in the body and in ``Mcp-Name``, no routing
+    header (unless ``route``: a shard the request is sent to); the whole answer."""
+    name = params.get("name") or params.get("taskId")
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": TASKS_META["io.modelcontextprotocol/protocolVersion"],
+        "mcp-method": method,
+        **({"mcp-name": name} if name else {}),
+        **({ROUTE_HEADER: route} if route else {}),
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": TASKS_META}}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=(source, 0))
+    try:
+        conn.request("POST", "/mcp", json.dumps(body), headers)
+        response = conn.getresponse()
+        text = response.read().decode()
+    finally:
+        conn.close()
+    if text.startswith(("event:", "data:")):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    # A JSON-RPC error comes with 400 (a sessionless request refused), a result with 200.
+    assert response.status in (200, 400), (response.status, text)
+    answer: dict[str, Any] = json.loads(text)
+    assert (response.status == 200) == ("result" in answer), (response.status, answer)
+    return answer
+
+
+def task_answers() -> dict[str, int]:
+    """Answers the task ledger gave replicas not holding the task, per asking replica."""
+    from openenv_mcp.cluster._tasks import TASK_LEDGER_NAME
+
+    handle = serve.get_deployment_handle(TASK_LEDGER_NAME, APP)
+    answers: dict[str, int] = handle.answers.remote().result(timeout_s=30)
+    return answers
+
+
+def tasks_app(cluster: dict[str, Any]) -> list[str]:
+    """Two echo replicas for the task tests (deployed once for both, whatever ran
+    between: a redeploy makes new replica ids); their shards."""
+    shards = replica_shards(APP)
+    if cluster.get("tasks_shards") != shards:
+        redeploy(cluster, "echo", 2)
+        cluster["tasks_shards"] = shards = replica_shards(APP)
+    return shards
+
+
+def start_evaluate(port: int, arguments: dict[str, Any]) -> dict[str, Any]:
+    task = ask(port, "tools/call", {"name": "evaluate", "arguments": arguments})["result"]
+    assert task["resultType"] == "task" and task["status"] == "working", task
+    return task
+
+
+def test_a_task_is_read_from_any_replica_through_the_router(cluster: dict[str, Any]) -> None:
+    """An `evaluate` run as an MCP task on one replica: a generic client's tasks/get, which
+    names no shard and so reaches either replica, reads it working then completed with the
+    call's result, from new connections; the replica not holding it answers from the task
+    ledger; another client is told there is no such task."""
+    shards, port = tasks_app(cluster), cluster["port"]
+    before = task_answers()
+    task = start_evaluate(port, {"split": "test", "samples": 2, "k": [1, 2], "max_steps": 50})
+    owner = shard_of(task["taskId"])
+    assert owner in shards
+    (other,) = set(shards) - {owner}
+    seen, deadline = [], time.monotonic() + 120
+    while not seen or seen[-1]["status"] == "working":
+        assert time.monotonic() < deadline, seen[-3:]
+        seen.append(ask(port, "tasks/get", {"taskId": task["taskId"]})["result"])
+        time.sleep(0.1)
+    done = seen[-1]
+    assert done["status"] == "completed", done
+    assert "pass@2" in done["result"]["content"][0]["text"]
+    assert "success_rate" in done["result"]["structuredContent"]["scores"]
+    assert {s["status"] for s in seen} <= {"working", "completed"}
+    # Read again, kept for ttlMs: from any replica (a dozen unrouted asks, spread by the
+    # router), and from the one that does not hold it.
+    for _ in range(12):
+        assert ask(port, "tasks/get", {"taskId": task["taskId"]})["result"] == done
+    routed = [ask(port, "tasks/get", {"taskId": task["taskId"]}, route=other) for _ in range(3)]
+    assert [r["result"] for r in routed] == [done] * 3
+    answered = task_answers()
+    assert set(answered) <= {other}, answered  # the owner answers its own tasks
+    unrouted_there = answered.get(other, 0) - before.get(other, 0) - 3
+    assert unrouted_there >= 1, (answered, before)  # some unrouted asks reached `other`
+    stranger = ask(port, "tasks/get", {"taskId": task["taskId"]}, route=other, source="127.0.0.5")
+    assert stranger["error"]["code"] == -32602 and "no task" in stranger["error"]["message"]
+    record_figure(
+        f"ray: an evaluate task read through the router (2 replicas), a new connection per "
+        f"tasks/get naming no shard: {len(seen)} polls to completion and 12 reads after; "
+        f"{unrouted_there} of those {len(seen) + 12} reached the replica not holding it, "
+        "which answered from the task ledger; every read of the result equal"
+    )
+
+
+def test_a_task_is_cancelled_from_the_replica_not_holding_it(cluster: dict[str, Any]) -> None:
+    """A long `evaluate` task cancelled by a tasks/cancel sent to the replica that does not
+    hold it: the owner takes the cancel from the task ledger and stops; a generic client
+    reads `cancelled` within 3 s (the issue's bound); its episodes are closed."""
+    shards, port = tasks_app(cluster), cluster["port"]
+    task = start_evaluate(port, {"split": "test", "samples": 100, "k": [1], "max_steps": 1000})
+    owner = shard_of(task["taskId"])
+    (other,) = set(shards) - {owner}
+    deadline = time.monotonic() + 60
+    while True:  # under way: a published progress
+        working = ask(port, "tasks/get", {"taskId": task["taskId"]}, route=other)["result"]
+        assert working["status"] == "working", working
+        if not working["statusMessage"].startswith("evaluate: 0"):
+            break
+        assert time.monotonic() < deadline, working
+        time.sleep(0.2)
+    asked = time.monotonic()
+    cancelled = ask(port, "tasks/cancel", {"taskId": task["taskId"]}, route=other)
+    assert cancelled["result"]["resultType"] == "complete", cancelled
+    while (ended := ask(port, "tasks/get", {"taskId": task["taskId"]})["result"])[
+        "status"
+    ] == "working":
+        assert time.monotonic() - asked < 30, ended
+        time.sleep(0.05)
+    took = time.monotonic() - asked
+    assert ended["status"] == "cancelled" and "result" not in ended, ended
+    assert took < 3, f"cancelled {took:.2f}s after the cancel"  # the issue's bound
+    health = _health(port, owner or "")
+    assert health["episodes"] == 0, health
+    record_figure(
+        f"ray: a long evaluate task cancelled through the router at the replica not holding "
+        f"it: read cancelled {took:.2f} s after the cancel (the owner takes cancels from the "
+        "task ledger every 0.5 s), its episodes closed"
+    )
+
+
+def _health(port: int, shard: str) -> dict[str, Any]:
+    """``GET /healthz`` of the replica ``shard`` (routed there)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/healthz", headers={ROUTE_HEADER: shard})
+        found: dict[str, Any] = json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
+    return found
