@@ -18,6 +18,7 @@ import contextlib
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -30,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import CLI, ROOT, ensure_installed, stop
+from tests.servers import CLI, ROOT, ensure_installed, free_port, stop
 from tests.web.conftest import Pages, check
 
 pytestmark = pytest.mark.integration
@@ -302,3 +303,136 @@ def test_the_host_forwards_only_what_a_host_may_and_says_why_not(apps_host_bundl
             methods == ["resources/read", "tools/call", "tools/list", "resources/read"],
             str(methods),
         )
+
+
+# -- the MCP Inspector 2.x's Apps tab -----------------------------------------------------
+
+#: What the Inspector's page loads from outside loopback: only its fonts' stylesheet
+#: (clients/web/dist/index.html links fonts.googleapis.com); answered empty here, offline.
+INSPECTOR_OUTSIDE = ("https://fonts.googleapis.com/",)
+#: The one console error the Inspector's Apps tab gives every view that carries its own CSP
+#: ``<meta>``: the Inspector wraps the view's whole document in the ``<body>`` of its own
+#: (``fpe`` in clients/web/dist/assets/index-*.js), where a CSP ``<meta>`` is ignored. The
+#: Inspector's own CSP (first in its ``<head>``) is the one in force.
+INSPECTOR_KNOWN_ERROR = "was delivered via a <meta> element outside the document's <head>"
+
+
+@pytest.fixture(scope="session")
+def inspector_launcher() -> str:
+    out = ensure_installed("ensure_node_tools.sh", "Node 22 / the MCP Inspector (from npm)")
+    values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return values["INSPECTOR"]
+
+
+@contextlib.contextmanager
+def inspector_web(launcher: str, home: Path, *server: str, timeout: float = 120.0) -> Iterator[str]:
+    """``mcp-inspector --web`` (headless: no browser opened) with ``server`` as its ad-hoc
+    stdio server; yields its page's URL (with its API token)."""
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "CLIENT_PORT": str(free_port()),
+        "MCP_SANDBOX_PORT": "0",
+        "MCP_APP_ORIGIN_PORT": "0",
+        "MCP_AUTO_OPEN_ENABLED": "false",
+        "MCP_INSPECTOR_SECRET_STORE": "memory",
+    }
+    command = [launcher, "--web", "--protocol-era", "modern", "--cwd", str(ROOT), *server]
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,  # its server is its child: stopped with it, as a group
+    )
+    seen: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for raw in proc.stdout or []:
+            seen.append(raw.decode(errors="replace"))
+            if "MCP_INSPECTOR_API_TOKEN=" in seen[-1]:
+                found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        if not found.wait(timeout):
+            raise RuntimeError(f"the Inspector did not start within {timeout}s: {''.join(seen)}")
+        url = next(w for line in seen for w in line.split() if "MCP_INSPECTOR_API_TOKEN=" in w)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(15)
+
+
+def test_inspector_apps_tab_opens_the_view_offline(
+    browser: Any, inspector_launcher: str, tmp_path: Path
+) -> None:
+    server = [*CLI, "serve", "atari", "--game", "pong", "--profile", "agent", "--stdio"]
+    with inspector_web(inspector_launcher, tmp_path, *server) as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        outside: list[str] = []
+        errors: list[str] = []
+
+        def offline(route: Any) -> None:
+            if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:")):
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.fulfill(status=200, body="", content_type="text/css")
+
+        context.route("**/*", offline)
+        try:
+            page = context.new_page()
+            page.on(
+                "console",
+                lambda m: errors.append(m.text[:500]) if m.type == "error" else None,
+            )
+            page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+            page.goto(url)
+            # Connect the ad-hoc server (the Inspector announces the UI extension).
+            page.get_by_role("switch").first.check(force=True, timeout=60_000)
+            page.get_by_text("Connected", exact=True).wait_for(timeout=60_000)
+            page.get_by_role("button", name="Apps").or_(
+                page.get_by_text("Apps", exact=True)
+            ).first.click()
+            page.get_by_text("MCP Apps (").wait_for(timeout=30_000)
+            check("Reset" in page.inner_text("body"), "the Apps tab lists reset")
+            page.get_by_text("Reset", exact=True).first.click()
+            page.get_by_role("button", name="Open App").click(timeout=30_000)
+
+            # The view: the Inspector's sandbox proxy (its own loopback origin) holds it in
+            # an inner iframe of an opaque origin.
+            proxy = page.wait_for_selector("iframe[src*='/sandbox']", timeout=60_000)
+            proxy_frame = proxy.content_frame()
+            assert proxy_frame is not None
+            inner = proxy_frame.wait_for_selector("iframe", state="attached", timeout=60_000)
+            view = inner.content_frame()
+            assert view is not None
+            view.wait_for_selector("#frame", state="attached", timeout=60_000)
+            view.wait_for_function(FRAME_SHOWN, timeout=60_000)
+            first = view.get_attribute("#frame", "src")
+            step = step_number(view)
+            shot(page, "inspector-pong")
+
+            # A button in the view calls step through the Inspector.
+            view.click("button[data-action='FIRE']")
+            view.wait_for_function(STEPPED, arg=[first, step], timeout=60_000)
+            shot(page, "inspector-pong-after-fire")
+
+            check(
+                all(u.startswith(INSPECTOR_OUTSIDE) for u in outside),
+                f"loaded from outside: {outside}",
+            )
+            unexpected = [e for e in errors if INSPECTOR_KNOWN_ERROR not in e]
+            check(unexpected == [], f"console errors in the Inspector: {unexpected}")
+        finally:
+            context.close()
