@@ -66,6 +66,8 @@ EPISODE_TOOLS: dict[str, tuple[dict[str, bool], bool]] = {
     "release_snapshot": (TIDY, False),  # the server's own table
     "episode_summary": (LOOK, False),  # the server's own records
     "evaluate": (ACT, True),  # plays episodes of its own (an env with tasks, full profile)
+    "collect": (ACT, True),  # plays episodes of its own (full profile)
+    "run_episode": (ACT, True),
 }
 #: The bundled envs' own tools: all of them look (at the episode, the task, the board).
 ENV_TOOLS = {

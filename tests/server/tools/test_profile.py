@@ -142,10 +142,11 @@ def test_tool_counts_per_profile() -> None:
         for full_set in (False, True):
             app = get_app(server(profile, game="ms_pacman", full_action_space=full_set))
             counts[profile, full_set] = len(app.tools)
-    # Ms. Pac-Man: 9 actions (18 with the full action space); it has tasks: evaluate.
+    # Ms. Pac-Man: 9 actions (18 with the full action space); it has tasks: evaluate;
+    # collect and run_episode.
     assert counts == {
-        ("full", False): 8 + 1 + 9,
-        ("full", True): 8 + 1 + 18,
+        ("full", False): 8 + 1 + 2 + 9,
+        ("full", True): 8 + 1 + 2 + 18,
         ("agent", False): 4,  # 4 + 9 would pass 12: no per-action tools
         ("agent", True): 4,
     }
