@@ -236,9 +236,14 @@ def test_chess_board_renders_and_a_move_button_plays_it(
         shot(page, "app-chess-after-e2e4")
 
 
-def post(url: str, body: bytes) -> tuple[int, dict[str, Any]]:
+def post(
+    url: str, body: bytes, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(url + "mcp", data=body, method="POST")
-    request.add_header("content-type", "application/json")
+    for key, value in (
+        headers if headers is not None else {"content-type": "application/json"}
+    ).items():
+        request.add_header(key, value)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.load(response)
@@ -269,6 +274,22 @@ def test_the_host_forwards_only_what_a_host_may_and_says_why_not(apps_host_bundl
                 (got, words in answer.get("error", "")) == (status, True),
                 f"{body[:60]!r}: {got} {answer}",
             )
+        # Only the host's own page may drive it.
+        tools = b'{"method": "tools/list"}'
+        for headers, status, words in [
+            ({"content-type": "text/plain"}, 415, "expected content-type application/json"),
+            ({}, 415, "got 'application/x-www-form-urlencoded'"),  # urllib's default
+            (
+                {"content-type": "application/json", "origin": "http://127.0.0.1:1"},
+                403,
+                "another origin",
+            ),
+        ]:
+            got, answer = post(url, tools, headers)
+            check((got, words in answer.get("error", "")) == (status, True), f"{headers}: {answer}")
+        own = url.rstrip("/")
+        got, _ = post(url, tools, {"content-type": "application/json", "origin": own})
+        check(got == 200, f"the host's own page: {got}")
         # The server's own refusal comes back as the server said it.
         got, answer = post(url, b'{"method": "resources/read", "params": {"uri": "ui://nope/x"}}')
         check(got == 502 and "ui://nope/x" in answer["error"], f"{got} {answer}")
@@ -300,7 +321,8 @@ def test_the_host_forwards_only_what_a_host_may_and_says_why_not(apps_host_bundl
         )
         methods = [c["method"] for c in server_calls(url)]
         check(
-            methods == ["resources/read", "tools/call", "tools/list", "resources/read"],
+            methods
+            == ["tools/list", "resources/read", "tools/call", "tools/list", "resources/read"],
             str(methods),
         )
 

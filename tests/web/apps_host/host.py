@@ -107,6 +107,21 @@ def build_app(forwarder: Forwarder, bundle: Path) -> Starlette:
         return JSONResponse(forwarder.calls)
 
     async def mcp(request: Request) -> Response:
+        # Only this page may drive the server: another origin's page (any local web app)
+        # gets a 403, and a "simple" cross-origin request (no JSON type) a 415.
+        origin = request.headers.get("origin")
+        own = f"{request.url.scheme}://{request.url.netloc}"
+        if origin is not None and origin != own:
+            return JSONResponse(
+                {"error": f"requests from another origin ({origin!r}) are refused; only {own}"},
+                status_code=403,
+            )
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            return JSONResponse(
+                {"error": f"expected content-type application/json, got {kind or 'none'!r}"},
+                status_code=415,
+            )
         body = await request.body()
         if len(body) > MAX_BODY:
             return JSONResponse({"error": f"body over {MAX_BODY} bytes"}, status_code=413)
