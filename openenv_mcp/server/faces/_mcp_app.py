@@ -476,7 +476,8 @@ def mount_mcp_app(server: FastMCP, app: EnvApp) -> None:
     name = app.env_cls.name
     uri = view_uri(name)
     html = view_html()
-    ui_meta = {"csp": {"connectDomains": [], "resourceDomains": []}, "prefersBorder": True}
+    # data: for the frames' PNGs: the Inspector turns an empty list into img-src 'none'.
+    ui_meta = {"csp": {"connectDomains": [], "resourceDomains": ["data:"]}, "prefersBorder": True}
 
     @server.resource(
         uri,

@@ -66,7 +66,7 @@ async def test_a_client_announcing_the_extension_sees_the_view(pong: FastMCP) ->
         (content,) = await client.read_resource(PONG)
         assert content.mime_type == APP_MIME
         assert content.meta is not None
-        assert content.meta["ui"]["csp"] == {"connectDomains": [], "resourceDomains": []}
+        assert content.meta["ui"]["csp"] == {"connectDomains": [], "resourceDomains": ["data:"]}
         assert content.meta["ui"]["prefersBorder"] is True
         assert content.text == view_html()  # type: ignore[union-attr]
 
