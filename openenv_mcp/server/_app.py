@@ -131,6 +131,7 @@ class EnvApp:
             ttl_ms=round(settings.mcp_tasks_ttl * 1000),
             per_client=settings.mcp_tasks_per_client,
             poll_ms=POLL_MS,
+            shard=settings.shard,  # task ids name it, as episode handles do
         )
         #: Extensions a request may declare that change its answer: the transports' direct
         #: paths leave such a request to the standard stack.
