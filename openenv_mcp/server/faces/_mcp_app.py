@@ -47,6 +47,7 @@ from fastmcp.tools.base import Tool, ToolResult
 
 from openenv_mcp.errors import ArgumentError, OpenEnvError
 from openenv_mcp.server.episodes._handlers import _caller
+from openenv_mcp.server.faces._web import recording_files
 from openenv_mcp.server.tools._results import error_result, image_block, text_block
 
 if TYPE_CHECKING:
@@ -249,18 +250,10 @@ def _episode_view(
 # -- replay --------------------------------------------------------------------------------------
 
 
-def _recordings(root: Path) -> dict[str, Path]:
-    """Recorded files under ``root`` by id (the web page's ids: a hash of the path)."""
-    if not root.is_dir():
-        return {}
-    files = sorted(root.rglob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
-    return {hashlib.sha256(str(p).encode()).hexdigest()[:20]: p for p in files[:500]}
-
-
 def _find_recording(root: Path, name: str) -> Path:
     """The recording ``name`` means (an id, or a path under the record directory): only
     ever one of the files listed, so no name reaches a file outside it."""
-    files = _recordings(root)
+    files = recording_files(root)
     if name in files:
         return files[name]
     try:
@@ -280,7 +273,7 @@ def _list(app: EnvApp, root: Path) -> ToolResult:
     from openenv_mcp.recording import read_recording
 
     listed = []
-    for rid, path in list(_recordings(root).items())[:_MAX_LISTED]:
+    for rid, path in list(recording_files(root).items())[:_MAX_LISTED]:
         try:
             rec = read_recording(path, observations=False)
         except (ArgumentError, OSError, ValueError, KeyError):

@@ -61,6 +61,7 @@ __all__ = [
     "WebPage",
     "bind_viewer",
     "mount_web",
+    "recording_files",
     "run_viewer",
 ]
 
@@ -323,13 +324,7 @@ class WebPage:
     # -- recordings --------------------------------------------------------------------------
 
     def _recording_files(self) -> dict[str, Path]:
-        """Recorded episode files by id (a hash of the path, unique across subdirectories)."""
-        if self.record_dir is None or not self.record_dir.is_dir():
-            return {}
-        files = sorted(
-            self.record_dir.rglob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True
-        )[:MAX_LISTED]
-        return {hashlib.sha256(str(p).encode()).hexdigest()[:20]: p for p in files}
+        return recording_files(self.record_dir)
 
     def _recording_path(self, request: Request) -> Path | Response:
         """The recording a request names, or the 404 that says why not."""
@@ -440,6 +435,15 @@ class WebPage:
             if k == index:
                 return encode_png(frame)
         return None
+
+
+def recording_files(root: Path | None) -> dict[str, Path]:
+    """The newest recorded files under ``root`` by id (a hash of the path, unique across
+    subdirectories): what the web page and the MCP App's view list and open."""
+    if root is None or not root.is_dir():
+        return {}
+    files = sorted(root.rglob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return {hashlib.sha256(str(p).encode()).hexdigest()[:20]: p for p in files[:MAX_LISTED]}
 
 
 def mount_web(server: FastMCP, app: EnvApp, token: str | None) -> None:
