@@ -28,17 +28,18 @@ START_TIMEOUT = 120.0
 RUN_TIMEOUT = 120.0
 
 
-def side_python() -> Path:
-    """The side venv's interpreter, built by the project's set-up if it is not yet (once:
-    locked and stamped). Skips where the install cannot happen (no package index)."""
+def side_python(side: str = SIDE) -> Path:
+    """The interpreter of the side venv ``side`` (scripts/setup_venv.py's ``SIDE``), built by
+    the project's set-up if it is not yet (once: locked and stamped). Skips where the
+    install cannot happen (no package index)."""
     spec = importlib.util.spec_from_file_location("setup_venv", ROOT / "scripts/setup_venv.py")
     assert spec is not None and spec.loader is not None
     setup = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(setup)
     try:
-        python: Path = setup.side_python(Path(sys.prefix), SIDE)
+        python: Path = setup.side_python(Path(sys.prefix), side)
     except subprocess.CalledProcessError as exc:
-        pytest.skip(f"the side venv {SIDE} could not be installed (pip exited {exc.returncode})")
+        pytest.skip(f"the side venv {side} could not be installed (pip exited {exc.returncode})")
     return python
 
 

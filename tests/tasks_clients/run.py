@@ -8,17 +8,14 @@ them skips only when that install cannot happen here (saying why)."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.servers import ROOT, ensure_installed
+from tests.side_venv import side_python
 
 #: The side venv of fastmcp-tasks (scripts/setup_venv.py ``SIDE``).
 SIDE = "fastmcp-tasks-4.1"
@@ -32,17 +29,9 @@ RUN_TIMEOUT = 300.0
 
 @functools.cache
 def fastmcp_tasks_python() -> Path:
-    """The side venv's interpreter, built by the project's set-up if it is not yet (once:
-    locked and stamped). Skips where the install cannot happen (no package index)."""
-    spec = importlib.util.spec_from_file_location("setup_venv", ROOT / "scripts/setup_venv.py")
-    assert spec is not None and spec.loader is not None
-    setup = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(setup)
-    try:
-        python: Path = setup.side_python(Path(sys.prefix), SIDE)
-    except subprocess.CalledProcessError as exc:
-        pytest.skip(f"the side venv {SIDE} could not be installed (pip exited {exc.returncode})")
-    return python
+    """The side venv's interpreter (built once by the project's set-up; skips where the
+    install cannot happen)."""
+    return side_python(SIDE)
 
 
 @functools.cache
