@@ -119,6 +119,9 @@ function render(result, tool) {
     return;
   }
   const view = (result._meta && result._meta[VIEW_META]) || {};
+  // The tool the result answers, as the server names it: a host that pushes the model's
+  // next calls into this same view may not say which tool each was.
+  if (typeof view.tool === "string") tool = view.tool;
   if (Array.isArray(view.replay)) { openReplay(view, result); return; }
   if (Array.isArray(view.recordings)) { showRecordings(view); return; }
   stopReplay();
@@ -242,6 +245,8 @@ function togglePlay(on = !state.replayTimer) {
   if (state.replayTimer) { clearInterval(state.replayTimer); state.replayTimer = null; }
   $("replay-play").textContent = on ? "Pause" : "Play";
   if (!on) return;
+  // Play at the end starts over.
+  if (state.replay && Number($("replay-scrubber").value) >= state.replay.steps.length - 1) seek(0);
   state.replayTimer = setInterval(() => {
     const i = Number($("replay-scrubber").value) + 1;
     if (!state.replay || i >= state.replay.steps.length) { togglePlay(false); return; }
@@ -280,7 +285,14 @@ async function main() {
   $("replay-open").onclick = () => callTool("view_replay", { recording: state.recording }, "loading the replay");
   $("replay-play").onclick = () => togglePlay();
   $("replay-scrubber").oninput = (e) => { togglePlay(false); seek(Number(e.target.value)); };
-  $("say").onsubmit = (e) => { e.preventDefault(); const v = $("say-text").value; if (v) { $("say-text").value = ""; play(v); } };
+  // The typed action goes without submitting the form: a host's sandbox without
+  // allow-forms blocks a submission before its submit event (and logs an error).
+  const say = () => { const v = $("say-text").value; if (v) { $("say-text").value = ""; play(v); } };
+  const send = $("say").querySelector("button");
+  send.type = "button";
+  send.onclick = say;
+  $("say-text").onkeydown = (e) => { if (e.key === "Enter" && !e.isComposing) { e.preventDefault(); say(); } };
+  $("say").onsubmit = (e) => { e.preventDefault(); say(); };
   new ResizeObserver(reportSize).observe($("app"));
   try {
     const init = await request("ui/initialize", {

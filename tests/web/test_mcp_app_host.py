@@ -327,6 +327,295 @@ def test_the_host_forwards_only_what_a_host_may_and_says_why_not(apps_host_bundl
         )
 
 
+# -- the model's own calls, the host's theme, a text env, replay -----------------------------
+
+#: The view shows ``[src, step]``: that frame (a PNG the browser decoded) and that step.
+SHOWS = """([src, step]) => {
+  const img = document.getElementById("frame");
+  const shown = (document.getElementById("step").textContent.match(/\\d+/) || ["-1"])[0];
+  return img.src === src && parseInt(shown) === step && img.complete && img.naturalWidth > 0;
+}"""
+
+
+def agent_call(page: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The model's own ``name`` call, made by the host (not the view), its input and result
+    pushed to the view as a chat client pushes them; the result as the wire carried it."""
+    result: dict[str, Any] = page.evaluate(
+        "([name, args]) => window.appsHostAgent(name, args)", [name, arguments]
+    )
+    return result
+
+
+def view_calls(page: Any) -> list[dict[str, Any]]:
+    """The server calls the view made (through the bridge), in order."""
+    calls: list[dict[str, Any]] = page.evaluate(
+        "window.appsHost.serverCalls.filter((c) => c.from === 'view')"
+    )
+    return calls
+
+
+def model_of(result: dict[str, Any]) -> dict[str, Any]:
+    model = result.get("_meta", {}).get("openenv-mcp/view")
+    assert isinstance(model, dict), f"no view model in {str(result)[:500]}"
+    return model
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "\n".join(c["text"] for c in result["content"] if c["type"] == "text")
+
+
+def test_the_agents_own_moves_show_up_live_without_a_call_from_the_view(
+    pages: Pages, apps_host_bundle: Path
+) -> None:
+    with apps_host(apps_host_bundle, "atari", "--game", "pong", "--profile", "agent") as url:
+        page = open_host(pages, page_url(url))
+        view = view_of(page)
+        view.wait_for_function(FRAME_SHOWN, timeout=30_000)
+        before = len(server_calls(url))
+        frames = int(view.get_attribute("#frame", "data-frames") or 0)
+        moves: list[tuple[str, dict[str, Any]]] = [
+            ("step", {"action": "RIGHT", "repeat": 4}),
+            ("fire", {}),
+            ("left", {}),
+            ("step", {"action": "NOOP", "repeat": 3}),
+        ]
+        steps = []
+        for number, (name, arguments) in enumerate(moves, 1):
+            result = agent_call(page, name, arguments)
+            check(not result.get("isError"), f"{name} {arguments}: {text_of(result)}")
+            model = model_of(result)
+            image = next(c for c in result["content"] if c["type"] == "image")
+            src = f"data:{image['mimeType']};base64,{image['data']}"
+            # The view follows each: the frame and step counter of that very result.
+            view.wait_for_function(SHOWS, arg=[src, model["step"]], timeout=60_000)
+            check(
+                int(view.get_attribute("#frame", "data-frames") or 0) == frames + number,
+                f"after {number} pushed results the view drew "
+                f"{view.get_attribute('#frame', 'data-frames')} frames (from {frames})",
+            )
+            check(text_of(result) in view.inner_text("#summary"), view.inner_text("#summary"))
+            steps.append(model["step"])
+        check(steps == [4, 5, 6, 9], f"the moves' steps: {steps}")
+        # A quiet second: a view answering a pushed result with a call would have made it.
+        page.wait_for_timeout(1000)
+        forwarded = server_calls(url)[before:]
+        check(
+            [(c["method"], c["params"]["name"], c["params"]["arguments"]) for c in forwarded]
+            == [("tools/call", name, arguments) for name, arguments in moves],
+            f"the server got other calls than the agent's: {forwarded}",
+        )
+        check(view_calls(page) == [], f"the view called the server: {view_calls(page)}")
+        # The view's buttons still act on the episode the agent played.
+        move = one_move(url, page, view, "button[data-action='RIGHT']")
+        check(move["name"] == "step" and move["arguments"]["action"] == "RIGHT", str(move))
+        check(step_number(view) == 10, f"the view's move made step {step_number(view)}, not 10")
+
+
+#: The view's colours as the page draws them.
+COLOURS = """() => {
+  const root = document.documentElement, app = getComputedStyle(document.getElementById("app"));
+  return { theme: root.dataset.theme || null, scheme: getComputedStyle(root).colorScheme,
+           background: app.backgroundColor, color: app.color };
+}"""
+
+
+def test_the_view_follows_the_hosts_theme_and_colours(pages: Pages, apps_host_bundle: Path) -> None:
+    with apps_host(apps_host_bundle, "echo", "--profile", "agent") as url:
+        page = open_host(pages, page_url(url))
+        view = view_of(page)
+        view.wait_for_function("() => document.documentElement.dataset.theme === 'light'")
+        light = view.evaluate(COLOURS)
+        check(
+            light
+            == {
+                "theme": "light",
+                "scheme": "light",
+                "background": "rgb(255, 255, 255)",
+                "color": "rgb(29, 35, 48)",
+            },
+            f"the view in the host's light theme: {light}",
+        )
+        # The host turns dark (ui/notifications/host-context-changed, theme only).
+        page.evaluate("window.appsHostContext({theme: 'dark'})")
+        view.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
+        dark = view.evaluate(COLOURS)
+        check(
+            dark
+            == {
+                "theme": "dark",
+                "scheme": "dark",
+                "background": "rgb(17, 20, 24)",
+                "color": "rgb(230, 230, 230)",
+            },
+            f"the view in the host's dark theme: {dark}",
+        )
+        shot(page, "app-echo-dark")
+        # The host's own colours (its style variables) win over the view's.
+        page.evaluate(
+            "window.appsHostContext({styles: {variables: {"
+            "'--color-background-primary': 'rgb(32, 33, 36)',"
+            "'--color-text-primary': 'rgb(250, 240, 200)'}}})"
+        )
+        view.wait_for_function(
+            "() => getComputedStyle(document.getElementById('app')).backgroundColor"
+            " === 'rgb(32, 33, 36)'"
+        )
+        check(view.evaluate(COLOURS)["color"] == "rgb(250, 240, 200)", str(view.evaluate(COLOURS)))
+        # A theme the spec does not name changes nothing; back to light changes it back.
+        page.evaluate("window.appsHostContext({theme: 'sepia'})")
+        page.evaluate("window.appsHostContext({theme: 'light'})")
+        view.wait_for_function("() => document.documentElement.dataset.theme === 'light'")
+        check(view.evaluate(COLOURS)["scheme"] == "light", str(view.evaluate(COLOURS)))
+        check(view_calls(page) == [], f"a theme change made the view call: {view_calls(page)}")
+
+
+def transcript(view: Any) -> list[str]:
+    items: list[str] = view.evaluate(
+        "[...document.querySelectorAll('#transcript li')].map((li) => li.textContent)"
+    )
+    return items
+
+
+def test_a_text_env_gets_a_transcript_of_every_answer_in_order(
+    pages: Pages, apps_host_bundle: Path
+) -> None:
+    with apps_host(apps_host_bundle, "echo", "--profile", "agent") as url:
+        page = open_host(pages, page_url(url))
+        view = view_of(page)
+        view.wait_for_function("() => document.querySelectorAll('#transcript li').length === 1")
+        reset = page.evaluate("window.appsHost.toolResult")
+        expected = [f"reset: {text_of(reset)}"]
+        for said in ("hello", "a longer line, with commas"):
+            result = agent_call(page, "step", {"action": said})
+            check(f"({said})" in text_of(result), text_of(result))
+            expected.append(f"step: {text_of(result)}")
+            view.wait_for_function(
+                "(n) => document.querySelectorAll('#transcript li').length === n",
+                arg=len(expected),
+            )
+        check(transcript(view) == expected, f"transcript {transcript(view)} != {expected}")
+        check(view.is_hidden("#frame") and view.is_hidden("#board"), "a text env drew a frame")
+        check(step_number(view) == 2, view.inner_text("#step"))
+        check(view_calls(page) == [], f"the view called the server: {view_calls(page)}")
+        # A person takes over: the action typed in the view is one step through the host.
+        check(view.is_visible("#say"), "a text env offers no field to type an action in")
+        before = len(server_calls(url))
+        view.fill("#say-text", "mine now")
+        view.click("#say button")
+        view.wait_for_function(
+            "(n) => document.querySelectorAll('#transcript li').length === n",
+            arg=len(expected) + 1,
+            timeout=60_000,
+        )
+        page.wait_for_timeout(1000)
+        after = server_calls(url)[before:]
+        episode = model_of(reset)["episode_id"]
+        check(
+            [c["params"] for c in after]
+            == [{"name": "step", "arguments": {"action": "mine now", "episode_id": episode}}],
+            f"typing one action made {after}",
+        )
+        check(transcript(view)[-1].startswith("step: Step 3 (mine now)"), str(transcript(view)[-1]))
+        check(step_number(view) == 3, view.inner_text("#step"))
+        # Enter in the field sends it too, once.
+        view.fill("#say-text", "and this")
+        view.press("#say-text", "Enter")
+        view.wait_for_function(
+            "(n) => document.querySelectorAll('#transcript li').length === n",
+            arg=len(expected) + 2,
+            timeout=60_000,
+        )
+        page.wait_for_timeout(1000)
+        steps = [c for c in server_calls(url)[before:] if c["params"]["name"] == "step"]
+        check(len(steps) == 2, f"two typed actions made {steps}")
+        check(transcript(view)[-1].startswith("step: Step 4 (and this)"), str(transcript(view)[-1]))
+        check(view.input_value("#say-text") == "", "the field kept what was sent")
+        shot(page, "app-echo-transcript")
+
+
+#: Every step number and frame the view shows, from here on (a replay at 15 steps a second
+#: is too quick to sample from outside).
+WATCH_STEPS = """() => {
+  window.shownSteps = [];
+  const step = document.getElementById("step"), frame = document.getElementById("frame");
+  new MutationObserver(() => window.shownSteps.push([step.textContent, frame.src]))
+    .observe(step, { childList: true, characterData: true, subtree: true });
+}"""
+
+
+def test_a_recorded_episode_replays_in_the_same_view(
+    pages: Pages, apps_host_bundle: Path, tmp_path: Path
+) -> None:
+    record = tmp_path / "recordings"
+    with apps_host(
+        apps_host_bundle,
+        "atari",
+        "--game",
+        "pong",
+        "--profile",
+        "agent",
+        "--record",
+        str(record),
+        "--max-episode-steps",
+        "10",
+    ) as url:
+        page = open_host(pages, page_url(url))
+        view = view_of(page)
+        view.wait_for_function(FRAME_SHOWN, timeout=30_000)
+        recording = model_of(page.evaluate("window.appsHost.toolResult")).get("recording")
+        check(isinstance(recording, str) and recording.endswith(".jsonl"), str(recording))
+        # The model plays the short episode to its end (the paddle moving: frames differ).
+        result = agent_call(page, "step", {"action": "RIGHT", "repeat": 10})
+        check(model_of(result)["done"] and model_of(result)["step"] == 10, text_of(result))
+        view.wait_for_function("() => document.getElementById('step').textContent === '10'")
+        check(view.is_visible("#replay-open"), "the view offers no replay of a recorded episode")
+
+        before = len(server_calls(url))
+        view.evaluate(WATCH_STEPS)
+        view.click("#replay-open")
+        view.wait_for_function(
+            "() => document.getElementById('replay-position').textContent === '10 / 10'",
+            timeout=60_000,
+        )
+        calls = server_calls(url)[before:]
+        check(
+            [c["params"] for c in calls]
+            == [{"name": "view_replay", "arguments": {"recording": recording}}],
+            f"opening the replay made {calls}",
+        )
+        check(view_calls(page)[-1]["params"]["name"] == "view_replay", str(view_calls(page)))
+        check(view.inner_text("#title").startswith("Replay: "), view.inner_text("#title"))
+        shown = view.evaluate("window.shownSteps")
+        numbers = [int(text) for text, _ in shown]
+        check(numbers == list(range(11)), f"the replay showed steps {numbers}")
+        sources = [src for _, src in shown]
+        check(all(s.startswith("data:image/png") for s in sources), "a replay step had no frame")
+        check(len(set(sources)) > 3, f"the replay showed {len(set(sources))} distinct frames")
+        # It stops at its end.
+        view.wait_for_function(
+            "() => document.getElementById('replay-play').textContent === 'Play'", timeout=30_000
+        )
+        shot(page, "app-pong-replay")
+
+        # Play again from the end: it starts over, from the server's answer already held.
+        view.evaluate("window.shownSteps = []")
+        view.click("#replay-play")
+        view.wait_for_function(
+            "() => document.getElementById('replay-play').textContent === 'Play'"
+            " && window.shownSteps.length > 0",
+            timeout=60_000,
+        )
+        again = [int(text) for text, _ in view.evaluate("window.shownSteps")]
+        check(again == list(range(11)), f"played again, the replay showed steps {again}")
+        check(len(server_calls(url)) == before + 1, "playing again called the server")
+
+        # A live result ends the replay: the view is the game's again.
+        result = agent_call(page, "reset", {"seed": 1})
+        view.wait_for_function("() => document.getElementById('replay').hidden", timeout=60_000)
+        check(step_number(view) == 0 and view.is_visible("#frame"), view.inner_text("#step"))
+        check(not view.inner_text("#title").startswith("Replay"), view.inner_text("#title"))
+
+
 # -- the MCP Inspector 2.x's Apps tab -----------------------------------------------------
 
 #: What the Inspector's page loads from outside loopback: only its fonts' stylesheet

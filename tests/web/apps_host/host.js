@@ -6,6 +6,10 @@
 // URL query: ?tool=reset&args={"seed":0}  (the call whose view is shown; reset by default).
 // What a test reads: window.appsHost (every server call, every size the view asked for,
 // the view's requests); <body data-ready="1"> once the view has the tool's input and result.
+// What a test drives, as the chat client would: window.appsHostAgent(name, args) makes
+// the model's next tool call itself and pushes its input and result to the view (a model's
+// moves, shown live); window.appsHostContext(changes) changes the host's context (its
+// theme, its colours) and tells the view.
 import {
   AppBridge,
   PostMessageTransport,
@@ -14,7 +18,8 @@ import {
 } from "@modelcontextprotocol/ext-apps/app-bridge";
 
 const state = {
-  serverCalls: [], // {method, params, from: "host" | "view"}
+  serverCalls: [], // {method, params, from: "host" | "agent" | "view"}
+  pushed: [], // the agent's calls pushed to the view: {name, arguments, result}
   sizes: [], // the view's ui/notifications/size-changed params, in order
   sizesAtResult: null, // how many had come when the tool result was sent
   modelContext: [], // ui/update-model-context params
@@ -101,6 +106,15 @@ async function main() {
   iframe.setAttribute("sandbox", "allow-scripts");
   document.getElementById("frame-box").append(iframe);
 
+  let hostContext = {
+    toolInfo: { tool },
+    theme: "light",
+    displayMode: "inline",
+    availableDisplayModes: ["inline"],
+    containerDimensions: { maxHeight: 4000, width: 720 },
+    platform: "web",
+    locale: "en-US",
+  };
   const bridge = new AppBridge(
     null,
     { name: "openenv-mcp-test-host", version: "1.0.0" },
@@ -112,17 +126,7 @@ async function main() {
       message: { text: {} },
       sandbox: { csp: state.resourceMeta?.ui?.csp || {} },
     },
-    {
-      hostContext: {
-        toolInfo: { tool },
-        theme: "light",
-        displayMode: "inline",
-        availableDisplayModes: ["inline"],
-        containerDimensions: { maxHeight: 4000, width: 720 },
-        platform: "web",
-        locale: "en-US",
-      },
-    },
+    { hostContext },
   );
   bridge.oncalltool = (params) => server("tools/call", params, "view");
   bridge.onreadresource = (params) => server("resources/read", params, "view");
@@ -148,6 +152,26 @@ async function main() {
     await bridge.sendToolResult(result);
     say(`${toolName}: view ${state.viewInfo.name || "?"} initialized; input and result sent`);
     document.body.dataset.ready = "1";
+  };
+
+  // The model's own call, as a chat client makes it: to the server, then its input and
+  // result to the view that shows the tool (the view calls nothing for it).
+  window.appsHostAgent = async (name, callArgs) => {
+    const called = tools.find((t) => t.name === name);
+    if (!called) throw new Error(`no tool ${name}`);
+    const answer = await server("tools/call", { name, arguments: callArgs }, "agent");
+    const changes = { ...hostContext, toolInfo: { tool: called } };
+    hostContext = changes;
+    bridge.setHostContext(changes);
+    await bridge.sendToolInput({ arguments: callArgs });
+    await bridge.sendToolResult(answer);
+    state.pushed.push({ name, arguments: callArgs, result: answer });
+    return answer;
+  };
+  window.appsHostContext = (changes) => {
+    hostContext = { ...hostContext, ...changes };
+    bridge.setHostContext(hostContext);
+    return hostContext;
   };
 
   await bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));
