@@ -288,9 +288,7 @@ async function main() {
   // The typed action goes without submitting the form: a host's sandbox without
   // allow-forms blocks a submission before its submit event (and logs an error).
   const say = () => { const v = $("say-text").value; if (v) { $("say-text").value = ""; play(v); } };
-  const send = $("say").querySelector("button");
-  send.type = "button";
-  send.onclick = say;
+  $("say").querySelector("button").onclick = say;
   $("say-text").onkeydown = (e) => { if (e.key === "Enter" && !e.isComposing) { e.preventDefault(); say(); } };
   $("say").onsubmit = (e) => { e.preventDefault(); say(); };
   new ResizeObserver(reportSize).observe($("app"));
