@@ -16,6 +16,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,14 @@ import numpy as np
 from openenv_mcp.errors import ArgumentError, InvalidAction, NotYourTurn, ResetNeeded
 from openenv_mcp.seats._game import Move, SeatedGame
 
-__all__ = ["Answer", "Table", "parse_seats"]
+__all__ = ["Answer", "Table", "give_up", "parse_seats"]
+
+#: Asked while a call waits for a turn: ``True`` gives the wait up, the call answering as
+#: at its deadline. Set while the call runs as an MCP task (:mod:`openenv_mcp.server.jobs`):
+#: its cancel stops the wait within ``GIVE_UP_LOOK`` seconds.
+give_up: ContextVar[Callable[[], bool] | None] = ContextVar("openenv_mcp_give_up", default=None)
+#: How often a wait that may be given up looks.
+GIVE_UP_LOOK = 0.2
 
 
 def parse_seats(value: str | Sequence[str] | None, agents: Sequence[str]) -> list[str]:
@@ -245,17 +253,26 @@ class Table:
             ResetNeeded: the game waits for a seat whose client left.
         """
         generation = self.generation
-        done = self.cond.wait_for(
-            lambda: until() or self.generation != generation or self._stalled() is not None,
-            timeout=max(0.0, deadline - time.monotonic()),
-        )
+        stop = give_up.get()
+
+        def woken() -> bool:
+            moved = until() or self.generation != generation or self._stalled() is not None
+            return moved or (stop is not None and stop())
+
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            done = self.cond.wait_for(
+                woken, timeout=left if stop is None else min(left, GIVE_UP_LOOK)
+            )
+            if done or left <= GIVE_UP_LOOK or stop is None:
+                break
         gone = self._stalled()
         if gone is not None and not until() and self.generation == generation:
             raise ResetNeeded(
                 f"{gone} left this game (its seat's episode was closed or evicted), so it "
                 "cannot go on: call reset to start a new one"
             )
-        return bool(done) and self.generation == generation
+        return bool(until()) and self.generation == generation
 
     def act(self, agent: str, action: Any, deadline: float) -> None:
         """Play ``agent``'s move once it is its turn (waiting until ``deadline``); with

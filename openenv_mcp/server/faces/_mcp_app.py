@@ -448,6 +448,8 @@ class AppView(Middleware):
         if name == REPLAY_TOOL and not announces_apps(context):
             raise NotFoundError(f"Unknown tool: {name!r}")  # as before the App
         result = await call_next(context)
+        if not isinstance(result, ToolResult):
+            return result  # a call answered as an MCP task: its result comes by tasks/get
         if name not in self.tools or result.is_error or not announces_apps(context):
             return result
         view = _episode_view(self.app, context.message.arguments or {}, result)

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from openenv_mcp.pipeline.repeat import between_steps
+from openenv_mcp.seats._table import give_up
 
 __all__ = ["JobCancelled", "JobControl", "current_job", "job_check", "job_progress", "running"]
 
@@ -83,15 +84,18 @@ def job_progress(progress: float, total: float | None = None, message: str | Non
 @contextmanager
 def running(job: JobControl) -> Iterator[JobControl]:
     """Run the block as ``job``'s work: :func:`job_check` and :func:`job_progress` reach it,
-    and so do the steps of a held action (``step``'s ``repeat``), which then may be many."""
+    and so do the steps of a held action (``step``'s ``repeat``), which then may be many,
+    and a seat's wait for its turn, which a cancel gives up."""
 
     def between(taken: int, asked: int) -> bool:
         job.report(taken, asked, "steps")
         return job.cancelled  # the hold stops; the task ends cancelled
 
     token, held = _current.set(job), between_steps.set(between)
+    waiting = give_up.set(lambda: job.cancelled)  # a seat's wait for its turn, too
     try:
         yield job
     finally:
+        give_up.reset(waiting)
         between_steps.reset(held)
         _current.reset(token)

@@ -268,3 +268,31 @@ def test_a_coding_test_run_is_a_task() -> None:
     finally:
         coding.raw.proc.kill()
         coding.raw.proc.wait(10)
+
+
+def test_a_client_of_both_extensions_gets_its_seats_wait_as_a_task_in_the_agent_profile() -> None:
+    game = Stdio("openspiel", "--game", "tic_tac_toe", "--seats", "all", "--profile", "agent")
+    both = meta()
+    both[CAPS]["extensions"]["io.modelcontextprotocol/ui"] = {
+        "mimeTypes": ["text/html;profile=mcp-app"]
+    }
+    try:
+        reset = game.ask(
+            "tools/call", {"name": "reset", "arguments": {"seats": "all"}, "_meta": both}
+        )["result"]
+        handles = reset["_meta"]["openenv-mcp/view"]  # the App's view of the answer
+        text = reset["content"][0]["text"]
+        seat = text.split("pass seat='")[1].split("'")[0]
+        task = game.ask(
+            "tools/call", {"name": "step", "arguments": {"seat": seat, "action": 4}, "_meta": both}
+        )["result"]
+        assert task["resultType"] == "task" and handles
+        time.sleep(0.5)  # it played, and waits for player_1's move
+        asked = time.monotonic()
+        game.ask("tasks/cancel", {"taskId": task["taskId"], "_meta": both})
+        assert poll(game.ask, task["taskId"])["status"] == "cancelled"
+        took = time.monotonic() - asked
+        assert took < 3, f"a seat's wait was given up {took:.2f}s after the cancel"
+    finally:
+        game.raw.proc.kill()
+        game.raw.proc.wait(10)
