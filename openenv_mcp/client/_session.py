@@ -982,10 +982,13 @@ class Episode:
         self._closed = True
         episode, self._episode_id = self._episode_id, None
         if episode is not None and self.session.connected:
-            try:
-                await self.session.call("close", {"episode_id": episode})
-            except OpenEnvError as exc:  # already gone, or the server is: nothing to free
-                log.debug("closing episode %s: %s", episode, exc)
+            # Closed even when the caller is being cancelled (an eval stopped mid-run): the
+            # server's episode and its recording end now, not at its idle timeout.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                try:
+                    await self.session.call("close", {"episode_id": episode})
+                except OpenEnvError as exc:  # already gone, or the server is: nothing to free
+                    log.debug("closing episode %s: %s", episode, exc)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

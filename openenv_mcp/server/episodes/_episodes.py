@@ -58,6 +58,7 @@ __all__ = [
     "current_caller",
     "current_client",
     "current_run",
+    "made_episodes",
 ]
 
 log = logging.getLogger("openenv_mcp.server")
@@ -68,6 +69,9 @@ R = TypeVar("R")
 #: HTTP guard (the client's address); ``None`` over stdio and in memory, where the
 #: server has one client.
 current_client: ContextVar[str | None] = ContextVar("openenv_current_client", default=None)
+#: Where the episodes made in this context are noted: a long call that must close every
+#: episode it made however it ends (an eval in the server, cancelled mid-run) sets it.
+made_episodes: ContextVar[set[str] | None] = ContextVar("openenv_made_episodes", default=None)
 
 
 @dataclass(eq=False)
@@ -474,6 +478,9 @@ class EpisodeTable:
         )
         self.episodes[episode.id] = episode
         self.made += 1
+        noted = made_episodes.get()
+        if noted is not None:
+            noted.add(episode.id)
         if self.feed is not None:
             self.feed.opened(episode.id)
         return episode

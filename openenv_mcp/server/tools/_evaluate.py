@@ -16,10 +16,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_mcp.errors import ArgumentError, UnknownTask, did_you_mean
 from openenv_mcp.registry import load_reference
+from openenv_mcp.server.episodes._episodes import made_episodes
 from openenv_mcp.server.jobs._control import job_progress
 from openenv_mcp.server.tools._results import Reply, text_block
 from openenv_mcp.server.tools._tools import Hints, ModelTool
@@ -86,7 +88,17 @@ def evaluate_tool(spec: EnvSpec, handlers: Handlers) -> ModelTool:
     sizes = ", ".join(f"{s['name']} ({s['tasks']} tasks)" for s in spec.splits)
 
     async def handler(args: EvaluateArgs) -> Reply:
-        return await run_evaluate(handlers.server, spec, args)
+        # Every episode the eval makes is closed however it ends: a cancel (an MCP task's)
+        # may stop a run whose reset was on its way, an episode its client never learned.
+        made: set[str] = set()
+        token = made_episodes.set(made)
+        try:
+            return await run_evaluate(handlers.server, spec, args)
+        finally:
+            made_episodes.reset(token)
+            with anyio.CancelScope(shield=True):
+                for episode_id in made:
+                    await handlers.table.close(episode_id)
 
     return ModelTool.build(
         "evaluate",
